@@ -1,0 +1,113 @@
+"""The one error tree of ``rag_plugin``.
+
+Every error the library raises on purpose is a :class:`RagError`. The portal maps each class
+to an HTTP status in one place, so the classes carry a ``code`` (the API's error code) and
+nothing else about HTTP.
+"""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Root of every error raised by ``rag_plugin``."""
+
+    code = "INTERNAL_ERROR"
+
+
+class InvalidInputError(RagError, ValueError):
+    """A caller passed a value the library cannot use (bad name, parameter or text)."""
+
+    code = "INVALID_INPUT"
+
+
+class InvalidVectorError(InvalidInputError):
+    """An embedding vector is empty, non-finite or of the wrong dimension."""
+
+
+class DimensionMismatchError(InvalidVectorError):
+    """A vector's dimension differs from the collection's dimension."""
+
+    def __init__(self, expected: int, got: int) -> None:
+        super().__init__(f"expected {expected} dimensions, got {got}")
+        self.expected = expected
+        self.got = got
+
+
+# The issue and SPEC use the short name; both spellings refer to one class.
+DimensionMismatch = DimensionMismatchError
+
+
+class ConfigurationError(RagError):
+    """The library is configured in a way that cannot work (unknown model, bad settings)."""
+
+    code = "CONFIGURATION_ERROR"
+
+
+class NotFoundError(RagError, LookupError):
+    """A named thing (collection, document) does not exist."""
+
+    code = "NOT_FOUND"
+
+
+class CollectionNotFoundError(NotFoundError):
+    """The collection does not exist for this owner."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Collection '{name}' not found")
+        self.name = name
+
+
+class DocumentNotFoundError(NotFoundError):
+    """The document does not exist in this collection."""
+
+    def __init__(self, document_id: str) -> None:
+        super().__init__(f"Document '{document_id}' not found")
+        self.document_id = document_id
+
+
+class CollectionExistsError(ConfigurationError):
+    """A collection of that name already exists for this owner."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Collection '{name}' already exists")
+        self.name = name
+
+
+class StoreError(RagError):
+    """The storage backend failed (database error, unreadable files)."""
+
+    code = "DATABASE_ERROR"
+
+
+class EmbeddingError(RagError):
+    """The embedding backend failed to produce vectors."""
+
+    code = "EXTERNAL_SERVICE_ERROR"
+
+
+class EmbeddingAuthError(EmbeddingError):
+    """The embedding service rejected our credentials (HTTP 401/403)."""
+
+    code = "AUTHENTICATION_FAILED"
+
+
+class EmbeddingNotFoundError(EmbeddingError):
+    """The embedding service or model was not found (HTTP 404)."""
+
+    code = "NOT_FOUND"
+
+
+class EmbeddingRateLimitedError(EmbeddingError):
+    """The embedding service asked us to slow down (HTTP 429)."""
+
+    code = "RATE_LIMITED"
+
+
+class EmbeddingInputError(EmbeddingError, InvalidInputError):
+    """The embedding service refused our input (other HTTP 4xx)."""
+
+    code = "INVALID_INPUT"
+
+
+class ModelLoadError(ConfigurationError):
+    """No embedding model in the fallback chain could be loaded."""

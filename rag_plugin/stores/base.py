@@ -1,0 +1,240 @@
+"""The store contract: what every store (memory, postgres) answers for its collections.
+
+A store keeps collections of documents; a document is split into chunks, each with its text,
+exact offsets into the document, metadata and one vector. The store answers the three search
+*legs* for one collection — dense, BM25 and fuzzy — and the search engine above it
+(:mod:`rag_plugin.engine`) does strategies, fusion and thresholds once for all stores.
+
+Scoping: a collection belongs to an ``owner`` (any string, e.g. ``"user:17"``) or, with
+``owner=None``, is shared. ``filters`` are equality matches on chunk metadata. Every leg applies
+the owner and the filters *before* ranking, never after.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.vectors import DistanceMetric
+
+Filters = Mapping[str, str | int | float | bool]
+"""Equality filters on chunk metadata: every key must equal the value."""
+
+_COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_COLLECTION_NAME_LENGTH = 63
+
+
+def validate_collection_name(name: str) -> str:
+    """Return ``name`` if it is a valid collection name, else raise :class:`InvalidInputError`.
+
+    Names are ASCII identifiers (``^[A-Za-z_][A-Za-z0-9_]*$``, at most 63 characters) so that
+    they are safe anywhere, including as part of an SQL identifier.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError("collection name must not be empty")
+    if len(name) > MAX_COLLECTION_NAME_LENGTH:
+        raise InvalidInputError(
+            f"collection name is {len(name)} characters long; "
+            f"the limit is {MAX_COLLECTION_NAME_LENGTH}"
+        )
+    if not (name[0].isascii() and (name[0].isalpha() or name[0] == "_")):
+        raise InvalidInputError("collection name must start with a letter or underscore")
+    if _COLLECTION_NAME.fullmatch(name) is None:
+        raise InvalidInputError("collection name contains invalid characters")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """A collection as the store knows it, with its counts at the time it was read."""
+
+    name: str
+    owner: str | None
+    dimensions: int
+    embedding_model: str
+    metric: DistanceMetric = DistanceMetric.COSINE
+    analyzer: str = "seed"
+    document_count: int = 0
+    chunk_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInput:
+    """A document to store: where it came from and what describes it.
+
+    ``source`` identifies the document within its collection: storing a document whose
+    non-empty ``source`` already exists replaces the old one (same document id, new chunks).
+    """
+
+    source: str = ""
+    title: str = ""
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    content_hash: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkInput:
+    """One chunk of a document, ready to store: text, exact offsets, vector."""
+
+    index: int
+    content: str
+    start_offset: int
+    end_offset: int
+    embedding: Sequence[float]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """A stored document."""
+
+    id: str
+    collection: str
+    source: str
+    title: str
+    tags: tuple[str, ...]
+    content_hash: str
+    created_at: datetime
+    chunk_count: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """A stored chunk. ``id`` is ``f"{document_id}_{index}"``.
+
+    ``metadata`` holds the document's ``title``, ``source``, ``created_at`` (RFC 3339) and
+    ``tags`` merged with the chunk's own metadata.
+    """
+
+    id: str
+    document_id: str
+    index: int
+    content: str
+    start_offset: int
+    end_offset: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredChunk:
+    """A chunk and the score one leg gave it (higher is better)."""
+
+    chunk: ChunkRecord
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """One corrected query word."""
+
+    original: str
+    corrected: str
+    distance: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryCorrection:
+    """A query after typo correction, with every change made to it."""
+
+    query: str
+    corrections: tuple[Correction, ...] = ()
+
+
+class Store(ABC):
+    """Collections of chunked, embedded documents, and the three search legs over them."""
+
+    # -- collections -------------------------------------------------------------------
+
+    @abstractmethod
+    def create_collection(
+        self,
+        name: str,
+        *,
+        dimensions: int,
+        embedding_model: str,
+        owner: str | None = None,
+        metric: DistanceMetric = DistanceMetric.COSINE,
+        analyzer: str = "seed",
+    ) -> CollectionInfo:
+        """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
+
+    @abstractmethod
+    def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
+        """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
+
+    @abstractmethod
+    def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
+        """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
+
+    @abstractmethod
+    def delete_collection(self, name: str, *, owner: str | None = None) -> int:
+        """Delete the collection and everything in it; return how many documents it had."""
+
+    # -- documents ---------------------------------------------------------------------
+
+    @abstractmethod
+    def upsert_document(
+        self,
+        collection: CollectionInfo,
+        document: DocumentInput,
+        chunks: Sequence[ChunkInput],
+    ) -> DocumentRecord:
+        """Store a document and its chunks in one step (all or nothing).
+
+        A non-empty ``document.source`` that already exists in the collection is replaced:
+        the document keeps its id, its old chunks and their lexical postings are removed.
+        Raises ``DimensionMismatchError`` for a vector of the wrong size.
+        """
+
+    @abstractmethod
+    def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
+        """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
+
+    @abstractmethod
+    def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
+        """Return one document; raise ``DocumentNotFoundError`` if absent."""
+
+    @abstractmethod
+    def list_documents(
+        self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
+    ) -> list[DocumentRecord]:
+        """Return documents, newest first."""
+
+    @abstractmethod
+    def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
+        """Return a document's chunks in index order."""
+
+    # -- search legs -------------------------------------------------------------------
+
+    @abstractmethod
+    def dense(
+        self,
+        collection: CollectionInfo,
+        vector: Sequence[float],
+        n: int,
+        filters: Filters | None = None,
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by vector similarity (``distance_to_similarity`` of the metric)."""
+
+    @abstractmethod
+    def bm25(
+        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
+
+    @abstractmethod
+    def fuzzy(
+        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
+
+    @abstractmethod
+    def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
+        """Correct each query word to the closest word of the collection's vocabulary."""
