@@ -20,7 +20,22 @@ from datetime import datetime
 from typing import Any
 
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.lexical.correction import Correction, QueryCorrection
 from rag_plugin.vectors import DistanceMetric
+
+__all__ = [
+    "ChunkInput",
+    "ChunkRecord",
+    "CollectionInfo",
+    "Correction",
+    "DocumentInput",
+    "DocumentRecord",
+    "Filters",
+    "QueryCorrection",
+    "ScoredChunk",
+    "Store",
+    "validate_collection_name",
+]
 
 Filters = Mapping[str, str | int | float | bool]
 """Equality filters on chunk metadata: every key must equal the value."""
@@ -128,23 +143,6 @@ class ScoredChunk:
 
     chunk: ChunkRecord
     score: float
-
-
-@dataclass(frozen=True, slots=True)
-class Correction:
-    """One corrected query word."""
-
-    original: str
-    corrected: str
-    distance: int
-
-
-@dataclass(frozen=True, slots=True)
-class QueryCorrection:
-    """A query after typo correction, with every change made to it."""
-
-    query: str
-    corrections: tuple[Correction, ...] = ()
 
 
 class Store(ABC):

@@ -1,0 +1,1 @@
+"""The rag_plugin library."""

@@ -1,0 +1,1 @@
+"""Lexical search: analyzers, BM25 and fuzzy (Levenshtein) matching."""
