@@ -1,0 +1,189 @@
+"""The embedder contract: dedup, cache, batching, validation and L2 normalisation, done once.
+
+Subclasses fill one hook, :meth:`Embedder._embed_batch`, which turns a list of distinct,
+normalised texts into raw vectors. Everything else — the dedup plan (E2), the cache lookup by
+(model, content hash) (E7), batching, validation and normalisation (E3) — happens here, so
+every backend behaves the same.
+
+Empty or whitespace-only texts are rejected with :class:`InvalidInputError` naming the index:
+they carry no meaning, backends disagree about them (OpenAI-style servers refuse them, BERT
+models embed two special tokens) and chunking never produces them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag_plugin.embedding.cache import EmbeddingCache
+from rag_plugin.embedding.dedup import DedupPlan, normalize_for_dedup
+from rag_plugin.exceptions import EmbeddingError, InvalidInputError, InvalidVectorError, RagError
+from rag_plugin.vectors import normalize_embedding, validate_embedding
+
+__all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderStats"]
+
+DEFAULT_BATCH_SIZE = 32
+
+
+@dataclass(slots=True)
+class EmbedderStats:
+    """Counters of one embedder; :attr:`Embedder.stats` hands out a snapshot copy.
+
+    ``calls`` counts :meth:`Embedder.embed` calls (``embed_query`` included),
+    ``texts_requested`` the texts callers passed, ``texts_embedded`` the texts sent to the
+    model, ``cache_hits`` the distinct texts served from the cache and ``batches`` the calls
+    of the backend hook.
+    """
+
+    calls: int = 0
+    texts_requested: int = 0
+    texts_embedded: int = 0
+    cache_hits: int = 0
+    batches: int = 0
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalised vectors, embedding each distinct text at most once."""
+
+    def __init__(
+        self, *, cache: EmbeddingCache | None = None, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        self.cache = cache
+        self.batch_size = batch_size
+        self._stats = EmbedderStats()
+        self._stats_lock = threading.Lock()
+        # Set by the first vector seen (or preset by a subclass that knows its dimension);
+        # every later vector must match it, so one embedder never mixes dimensions.
+        self._known_dimensions: int | None = None
+
+    @property
+    @abstractmethod
+    def model_name(self) -> str:
+        """The model's name; the cache key and what a collection records (E6)."""
+
+    @property
+    @abstractmethod
+    def dimensions(self) -> int:
+        """The length of every vector this embedder returns (may load the model)."""
+
+    @abstractmethod
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        """Return one raw vector per text, in order; texts are distinct and normalised."""
+
+    @property
+    def stats(self) -> EmbedderStats:
+        """A snapshot of the counters, safe to read while other threads embed."""
+        with self._stats_lock:
+            return dataclasses.replace(self._stats)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Return one unit-length vector per text, in input order (empty input → ``[]``)."""
+        if isinstance(texts, str):
+            raise InvalidInputError(
+                "embed() takes a sequence of texts, not one string; use embed_query() for one."
+            )
+        items = list(texts)
+        for index, text in enumerate(items):
+            if not isinstance(text, str):
+                raise InvalidInputError(
+                    f"Text at index {index} is a {type(text).__name__}, not a str."
+                )
+            if not text.strip():
+                raise InvalidInputError(
+                    f"Text at index {index} is empty or whitespace-only; pass non-empty text."
+                )
+        if not items:
+            self._count(calls=1)
+            return []
+
+        plan = DedupPlan.plan(items)
+        model = self.model_name
+        unique: list[list[float] | None] = self._cached_vectors(model, plan.hashes)
+        hits = sum(vector is not None for vector in unique)
+        missing = [slot for slot, vector in enumerate(unique) if vector is None]
+        batches = 0
+        for start in range(0, len(missing), self.batch_size):
+            slots = missing[start : start + self.batch_size]
+            batch = [normalize_for_dedup(items[plan.unique_indices[slot]]) for slot in slots]
+            fresh = self._embed_checked(model, batch)
+            batches += 1
+            for slot, vector in zip(slots, fresh, strict=True):
+                unique[slot] = vector
+            # Stored per batch, so work already done survives a failure in a later batch.
+            if self.cache is not None:
+                self.cache.put_many(
+                    model, {plan.hashes[s]: v for s, v in zip(slots, fresh, strict=True)}
+                )
+        self._count(
+            calls=1,
+            texts_requested=len(items),
+            texts_embedded=len(missing),
+            cache_hits=hits,
+            batches=batches,
+        )
+        vectors = [vector for vector in unique if vector is not None]
+        # Copies, so a caller editing one duplicate's vector does not change the other's.
+        return [list(vector) for vector in plan.fan_out(vectors)]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Return the unit-length vector of one query text."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"The query is a {type(text).__name__}, not a str.")
+        return self.embed([text])[0]
+
+    def _cached_vectors(self, model: str, hashes: Sequence[str]) -> list[list[float] | None]:
+        if self.cache is None:
+            return [None] * len(hashes)
+        found = self.cache.get_many(model, hashes)
+        result: list[list[float] | None] = []
+        for digest in hashes:
+            vector = found.get(digest)
+            # A damaged or foreign entry counts as a miss: re-embedding is always safe.
+            if vector is not None and not self._is_valid(vector):
+                vector = None
+            result.append(vector)
+        return result
+
+    def _is_valid(self, vector: Sequence[float]) -> bool:
+        try:
+            validate_embedding(vector, self._known_dimensions)
+        except InvalidVectorError:
+            return False
+        return True
+
+    def _embed_checked(self, model: str, batch: list[str]) -> list[list[float]]:
+        try:
+            raw = self._embed_batch(batch)
+        except RagError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(
+                f"Embedding model {model} failed on a batch of {len(batch)} texts: {exc}"
+            ) from exc
+        if len(raw) != len(batch):
+            raise EmbeddingError(
+                f"Embedding model {model} returned {len(raw)} vectors for {len(batch)} texts."
+            )
+        checked: list[list[float]] = []
+        for position, vector in enumerate(raw):
+            try:
+                validate_embedding(vector, self._known_dimensions)
+            except InvalidVectorError as exc:
+                raise EmbeddingError(
+                    f"Embedding model {model} returned an invalid vector for text "
+                    f"{batch[position][:40]!r}: {exc}."
+                ) from exc
+            if self._known_dimensions is None:
+                self._known_dimensions = len(vector)
+            checked.append(normalize_embedding([float(x) for x in vector]))
+        return checked
+
+    def _count(self, **increments: int) -> None:
+        with self._stats_lock:
+            for name, value in increments.items():
+                setattr(self._stats, name, getattr(self._stats, name) + value)
