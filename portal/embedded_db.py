@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -38,11 +39,14 @@ def database_url() -> str:
 @cache
 def embedded_database_url() -> str:
     """Start (or join) the embedded server and return a URL for its ``portal`` database."""
-    import pgserver  # imported lazily: a deployment with DATABASE_URL never needs it
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); harmless here.
+        warnings.simplefilter("ignore")
+        import pgserver  # lazily: a deployment with DATABASE_URL never needs it
 
     data_dir = Path(os.environ.get("RAG_EMBEDDED_PGDATA", DEFAULT_DATA_DIR))
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(data_dir, cleanup_mode="stop")
+    server = pgserver.postgres_server.get_server(data_dir, cleanup_mode="stop")
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         exists = conn.execute(

@@ -1,0 +1,47 @@
+# The two commands of the README: `make run` and `make test`. Everything they need is
+# installed here, so a fresh machine with Python 3.11+ and make is enough.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: run serve test lint format bench clean-data
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Stamp files: reinstall only when a requirements file changes.
+$(VENV)/.base-installed: requirements/base.txt pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements/base.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+$(VENV)/.dev-installed: requirements/dev.txt $(VENV)/.base-installed
+	$(BIN)/pip install --quiet -r requirements/dev.txt
+	touch $@
+
+run: $(VENV)/.base-installed
+	$(BIN)/python manage.py migrate_schemas --verbosity 0
+	$(BIN)/python manage.py bootstrap_demo --port $(PORT)
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: $(VENV)/.dev-installed
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy rag_plugin portal tenants
+
+format: $(VENV)/.dev-installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# Stop the embedded PostgreSQL and delete its data (the next run starts fresh).
+clean-data:
+	-$(BIN)/python -c "import pgserver; pgserver.get_server('.data/postgres', cleanup_mode='delete')"
+	rm -rf .data

@@ -1,0 +1,157 @@
+"""Django settings, all from the environment (SPEC O2).
+
+Every knob has a documented default so that an empty environment gives a working local
+deployment on the embedded PostgreSQL; production sets at least ``DJANGO_SECRET_KEY``,
+``DJANGO_DEBUG=false``, ``DJANGO_ALLOWED_HOSTS`` and ``DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from psycopg.conninfo import conninfo_to_dict
+
+from portal.embedded_db import database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Read a boolean environment variable (1/true/yes/on, case-insensitive)."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Read a comma-separated environment variable."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+# The fallback key only ever serves a local DEBUG deployment; production must set its own.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
+    "local-development-only-key-do-not-deploy" if DEBUG else ""
+)
+if not SECRET_KEY:
+    raise RuntimeError("Set DJANGO_SECRET_KEY: it is required when DJANGO_DEBUG is false.")
+
+# ``.localhost`` covers every tenant host of the local deployment (acme.localhost, ...).
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", ".localhost", "127.0.0.1"])
+CSRF_TRUSTED_ORIGINS = env_list(
+    "DJANGO_CSRF_TRUSTED_ORIGINS", ["http://localhost:8000", "http://*.localhost:8000"]
+)
+
+SHARED_APPS = [
+    "django_tenants",
+    "tenants",
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.admin",
+    "rest_framework",
+]
+# Users, sessions and admin log live in each tenant's schema (SPEC T2).
+TENANT_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.admin",
+    "tenants",
+]
+INSTALLED_APPS = SHARED_APPS + [app for app in TENANT_APPS if app not in SHARED_APPS]
+
+TENANT_MODEL = "tenants.Tenant"
+TENANT_DOMAIN_MODEL = "tenants.Domain"
+PUBLIC_SCHEMA_NAME = "public"
+
+MIDDLEWARE = [
+    # Must come first: it picks the tenant (and its schema) from the Host header.
+    "django_tenants.middleware.main.TenantMainMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls_tenants"
+PUBLIC_SCHEMA_URLCONF = "portal.urls_public"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "portal.wsgi.application"
+
+
+def _database_settings(url: str) -> dict[str, object]:
+    """Translate a libpq URL (``postgresql://...``, socket hosts included) to Django's form."""
+    params = conninfo_to_dict(url)
+    known = {"dbname", "user", "password", "host", "port"}
+    return {
+        "ENGINE": "django_tenants.postgresql_backend",
+        "NAME": params.get("dbname", "postgres"),
+        "USER": params.get("user", ""),
+        "PASSWORD": params.get("password", ""),
+        "HOST": params.get("host", ""),
+        "PORT": params.get("port", ""),
+        "CONN_MAX_AGE": int(os.environ.get("DJANGO_CONN_MAX_AGE", "60")),
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {key: value for key, value in params.items() if key not in known},
+    }
+
+
+DATABASES = {"default": _database_settings(database_url())}
+DATABASE_ROUTERS = ["django_tenants.routers.TenantSyncRouter"]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": None,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
+    # pgserver narrates every start and stop of the embedded server at INFO.
+    "loggers": {"pgserver": {"level": "WARNING"}},
+}

@@ -1,0 +1,1 @@
+"""Tenants: the schema-per-tenant model, domains, and what tenant admins manage."""
