@@ -1,0 +1,1 @@
+"""LlamaIndex adapters for ``rag_plugin``: node parsers, embeddings and retrievers."""
