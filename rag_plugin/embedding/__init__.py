@@ -3,14 +3,27 @@
 from rag_plugin.embedding.base import DEFAULT_BATCH_SIZE, Embedder, EmbedderStats
 from rag_plugin.embedding.cache import EmbeddingCache, InMemoryEmbeddingCache
 from rag_plugin.embedding.dedup import DedupPlan, content_hash_hex, normalize_for_dedup
+from rag_plugin.embedding.fastembed_backend import (
+    DEFAULT_MODEL,
+    FastEmbedEmbedder,
+    clear_loaded_models,
+    model_load_count,
+)
+from rag_plugin.embedding.model_files import BUNDLED_MODEL, BUNDLED_MODEL_DIMENSIONS
 
 __all__ = [
+    "BUNDLED_MODEL",
+    "BUNDLED_MODEL_DIMENSIONS",
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_MODEL",
     "DedupPlan",
     "Embedder",
     "EmbedderStats",
     "EmbeddingCache",
+    "FastEmbedEmbedder",
     "InMemoryEmbeddingCache",
+    "clear_loaded_models",
     "content_hash_hex",
+    "model_load_count",
     "normalize_for_dedup",
 ]
