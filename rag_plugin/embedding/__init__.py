@@ -9,6 +9,7 @@ from rag_plugin.embedding.fastembed_backend import (
     clear_loaded_models,
     model_load_count,
 )
+from rag_plugin.embedding.http import HttpEmbedder
 from rag_plugin.embedding.model_files import BUNDLED_MODEL, BUNDLED_MODEL_DIMENSIONS
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "EmbedderStats",
     "EmbeddingCache",
     "FastEmbedEmbedder",
+    "HttpEmbedder",
     "InMemoryEmbeddingCache",
     "clear_loaded_models",
     "content_hash_hex",
