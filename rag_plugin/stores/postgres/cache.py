@@ -1,0 +1,71 @@
+"""An embedding cache in PostgreSQL, shared by every process that uses the schema (SPEC E7)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rag_plugin.stores.postgres.connection import ConnectionSource, Database
+from rag_plugin.stores.postgres.rows import Tables, vector_literal
+from rag_plugin.stores.postgres.schema import ensure_schema
+
+__all__ = ["PostgresEmbeddingCache"]
+
+
+class PostgresEmbeddingCache:
+    """Vectors by (model, content hash) in ``<schema>.rag_embedding_cache``.
+
+    Implements :class:`rag_plugin.embedding.EmbeddingCache`. Vectors are stored as pgvector
+    ``vector`` (float32), the precision every store keeps them in anyway.
+    """
+
+    def __init__(
+        self,
+        conninfo_or_pool: ConnectionSource,
+        schema: str = "public",
+        *,
+        create_schema: bool = True,
+    ) -> None:
+        self._db = Database(conninfo_or_pool, schema, max_size=2)
+        self._tables = Tables(self._db.schema)
+        if create_schema:
+            with self._db.transaction() as conn:
+                ensure_schema(conn, self._db.schema)
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
+        """Return the cached vectors among ``hashes`` for ``model``; misses are left out."""
+        if not hashes:
+            return {}
+        with self._db.transaction() as conn:
+            rows = conn.execute(
+                self._tables(
+                    "SELECT content_hash, embedding::real[] FROM {embedding_cache}"
+                    " WHERE model = %s AND content_hash = ANY(%s)"
+                ),
+                (model, list(hashes)),
+            ).fetchall()
+        return {digest: [float(x) for x in values] for digest, values in rows}
+
+    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Store ``vectors`` (hash → vector) for ``model``, replacing any previous entry."""
+        if not vectors:
+            return
+        hashes = sorted(vectors)  # one order for every writer, so concurrent puts never deadlock
+        with self._db.transaction() as conn:
+            conn.execute(
+                self._tables(
+                    "INSERT INTO {embedding_cache} AS e (model, content_hash, embedding)"
+                    " SELECT %s, h, v::vector FROM unnest(%s::text[], %s::text[]) AS u(h, v)"
+                    " ON CONFLICT (model, content_hash) DO UPDATE"
+                    " SET embedding = EXCLUDED.embedding, created_at = now()"
+                ),
+                (model, hashes, [vector_literal(vectors[h]) for h in hashes]),
+            )
+
+    def __len__(self) -> int:
+        with self._db.transaction() as conn:
+            row = conn.execute(self._tables("SELECT count(*) FROM {embedding_cache}")).fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        """Close the pool this cache opened from a DSN (lent pools stay open)."""
+        self._db.close()

@@ -1,0 +1,159 @@
+"""The dense leg in SQL: an exact scan for small sets, HNSW with iterative scans for large ones.
+
+Which plan runs is decided here, explicitly, rather than left to the planner:
+
+- a collection with fewer than ``exact_below`` chunks, or a filtered query whose filter
+  matches fewer than ``exact_below`` chunks (counted with a bounded query that stops there),
+  is ranked exactly: the collection's rows come from the btree on ``collection_id`` (or the
+  GIN index on ``metadata``) and are sorted by ``embedding <op> q``, an expression no HNSW
+  index can serve. Exact, and fast for the many small per-user collections;
+- otherwise the query uses the partial HNSW index of its (dimension, metric) by ordering on
+  the indexed expression ``embedding::vector(d) <op> q::vector(d)`` under the index's
+  predicate, with ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8) so the scan keeps
+  going until the LIMIT is met after the collection and metadata filters. Relaxed order is
+  re-sorted in the outer query. If the scan still comes back short (it gives up after
+  ``hnsw.max_scan_tuples``), the exact plan answers instead, so k results come back whenever
+  k exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from rag_plugin.stores.base import ScoredChunk
+from rag_plugin.stores.postgres.rows import (
+    CollectionRow,
+    Tables,
+    chunk_record,
+    vector_literal,
+)
+from rag_plugin.stores.postgres.schema import HNSW_MAX_DIMENSIONS
+from rag_plugin.vectors import DistanceMetric, distance_to_similarity
+
+__all__ = ["DensePlan", "dense_search"]
+
+OPERATORS = {
+    DistanceMetric.COSINE: "<=>",
+    DistanceMetric.L2: "<->",
+    DistanceMetric.INNER_PRODUCT: "<#>",
+}
+
+
+class DensePlan:
+    """Names of the two plans, recorded on the store for tests and benchmarks."""
+
+    EXACT = "exact"
+    HNSW = "hnsw"
+    HNSW_THEN_EXACT = "hnsw+exact"
+
+
+def dense_search(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    vector: Sequence[float],
+    n: int,
+    filters: str | None,
+    *,
+    ef_search: int,
+    exact_below: int,
+) -> tuple[list[ScoredChunk], str]:
+    """Top ``n`` chunks of the collection by similarity, and the plan that found them."""
+    query = vector_literal(vector)
+    indexable = row.info.dimensions <= HNSW_MAX_DIMENSIONS
+    if (
+        not indexable
+        or row.chunk_count < exact_below
+        or (
+            filters is not None and _matching(conn, tables, row, filters, exact_below) < exact_below
+        )
+    ):
+        return _exact(conn, tables, row, query, n, filters), DensePlan.EXACT
+    hits = _approximate(conn, tables, row, query, n, filters, ef_search=ef_search)
+    if len(hits) >= n:
+        return hits, DensePlan.HNSW
+    return _exact(conn, tables, row, query, n, filters), DensePlan.HNSW_THEN_EXACT
+
+
+def _matching(
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, filters: str, bound: int
+) -> int:
+    """How many chunks match ``filters``, counting no further than ``bound``."""
+    found = conn.execute(
+        tables(
+            "SELECT count(*) FROM (SELECT 1 FROM {chunks} WHERE collection_id = %s"
+            " AND metadata @> %s::jsonb LIMIT %s) AS matching"
+        ),
+        (row.id, filters, bound),
+    ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def _scored(row: CollectionRow, rows: list[tuple[Any, ...]]) -> list[ScoredChunk]:
+    metric = row.info.metric
+    return [
+        ScoredChunk(chunk_record(r), distance_to_similarity(float(r[-1]), metric)) for r in rows
+    ]
+
+
+def _exact(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    query: str,
+    n: int,
+    filters: str | None,
+) -> list[ScoredChunk]:
+    where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb" if filters else "")
+    rows = conn.execute(
+        tables(
+            "SELECT {chunk_columns}, c.embedding {op} %(q)s::vector AS distance"
+            " FROM {chunks} c WHERE c.collection_id = %(coll)s{where}"
+            " ORDER BY distance, c.chunk_key LIMIT %(n)s",
+            op=sql.SQL(OPERATORS[row.info.metric]),
+            where=where,
+        ),
+        {"q": query, "coll": row.id, "filters": filters, "n": n},
+    ).fetchall()
+    return _scored(row, rows)
+
+
+def _approximate(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    query: str,
+    n: int,
+    filters: str | None,
+    *,
+    ef_search: int,
+) -> list[ScoredChunk]:
+    # Transaction-local settings: they end with this query's transaction, whoever's
+    # connection it is. ef_search below n would cap each scan pass at fewer than n rows.
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true),"
+        " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        (str(max(ef_search, n)),),
+    )
+    dims = sql.Literal(row.info.dimensions)
+    where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb" if filters else "")
+    rows = conn.execute(
+        tables(
+            "WITH hits AS MATERIALIZED ("
+            " SELECT c.id, (c.embedding::vector({dims})) {op} %(q)s::vector({dims}) AS distance"
+            " FROM {chunks} c WHERE c.dimensions = {dims} AND c.metric = {metric}"
+            " AND c.collection_id = %(coll)s{where} ORDER BY distance LIMIT %(n)s)"
+            " SELECT {chunk_columns}, h.distance FROM hits h JOIN {chunks} c ON c.id = h.id"
+            " ORDER BY h.distance, c.chunk_key",
+            dims=dims,
+            op=sql.SQL(OPERATORS[row.info.metric]),
+            metric=sql.Literal(row.info.metric.value),
+            where=where,
+        ),
+        {"q": query, "coll": row.id, "filters": filters, "n": n},
+    ).fetchall()
+    return _scored(row, rows)

@@ -1,0 +1,168 @@
+"""Shared pieces of the PostgreSQL store: table names, collection rows, record builders."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg import sql
+
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord, Filters
+from rag_plugin.vectors import DistanceMetric
+
+__all__ = [
+    "CHUNK_COLUMNS",
+    "DOCUMENT_COLUMNS",
+    "CollectionRow",
+    "Tables",
+    "chunk_record",
+    "document_record",
+    "filters_json",
+    "json_copy",
+    "vector_literal",
+]
+
+TABLE_NAMES = ("collections", "documents", "chunks", "postings", "vocabulary", "embedding_cache")
+
+CHUNK_COLUMNS = (
+    "c.chunk_key, c.document_id, c.idx, c.content, c.start_offset, c.end_offset, c.metadata"
+)
+DOCUMENT_COLUMNS = (
+    "d.id, d.source, d.title, d.tags, d.content_hash, d.created_at, d.chunk_count, d.metadata"
+)
+
+COLLECTION_COLUMNS = (
+    "id, name, owner, dimensions, embedding_model, metric, analyzer, "
+    "document_count, chunk_count, token_count"
+)
+
+
+class Tables:
+    """Formats SQL templates: ``{chunks}``-style fields name the schema's tables and
+    ``{chunk_columns}``-style fields the column lists the record builders read."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        self._names: dict[str, sql.Composable] = {
+            name: sql.Identifier(schema, f"rag_{name}") for name in TABLE_NAMES
+        }
+        # Column lists are constants of this module, never input, so they are plain SQL.
+        self._names.update(
+            chunk_columns=sql.SQL(CHUNK_COLUMNS),
+            collection_columns=sql.SQL(COLLECTION_COLUMNS),
+            document_columns=sql.SQL(DOCUMENT_COLUMNS),
+        )
+        self._cache: dict[str, sql.Composed] = {}
+
+    def __call__(self, template: str, **extra: sql.Composable) -> sql.Composed:
+        """Return ``template`` with table names (and ``extra`` composables) filled in."""
+        if extra:
+            return sql.SQL(template).format(**self._names, **extra)
+        found = self._cache.get(template)
+        if found is None:
+            found = sql.SQL(template).format(**self._names)
+            self._cache[template] = found
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionRow:
+    """A collection's row: its settings plus the BM25 statistics N and Σdl."""
+
+    id: int
+    info: CollectionInfo
+    token_count: int
+
+    @property
+    def chunk_count(self) -> int:
+        """N, the number of chunks (BM25's document count)."""
+        return self.info.chunk_count
+
+    @property
+    def average_length(self) -> float:
+        """avgdl: Σdl / N, or 0.0 for an empty collection."""
+        count = self.info.chunk_count
+        return self.token_count / count if count else 0.0
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> CollectionRow:
+        """Build from ``SELECT id, name, owner, dimensions, embedding_model, metric, analyzer,
+        document_count, chunk_count, token_count``."""
+        info = CollectionInfo(
+            name=row[1],
+            owner=row[2],
+            dimensions=int(row[3]),
+            embedding_model=row[4],
+            metric=DistanceMetric(row[5]),
+            analyzer=row[6],
+            document_count=int(row[7]),
+            chunk_count=int(row[8]),
+        )
+        return cls(int(row[0]), info, int(row[9]))
+
+
+def chunk_record(row: Sequence[Any]) -> ChunkRecord:
+    """Build a :class:`ChunkRecord` from the columns in :data:`CHUNK_COLUMNS`."""
+    return ChunkRecord(
+        id=row[0],
+        document_id=row[1],
+        index=int(row[2]),
+        content=row[3],
+        start_offset=int(row[4]),
+        end_offset=int(row[5]),
+        metadata=row[6],
+    )
+
+
+def document_record(collection: str, row: Sequence[Any]) -> DocumentRecord:
+    """Build a :class:`DocumentRecord` from the columns in :data:`DOCUMENT_COLUMNS`."""
+    created_at: datetime = row[5]
+    return DocumentRecord(
+        id=row[0],
+        collection=collection,
+        source=row[1],
+        title=row[2],
+        tags=tuple(row[3]),
+        content_hash=row[4],
+        created_at=created_at,
+        chunk_count=int(row[6]),
+        metadata=row[7],
+    )
+
+
+def json_copy(value: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """A detached, JSON-safe copy of ``value``; raise InvalidInputError if it is not JSON."""
+    try:
+        copied: dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} must be JSON-serialisable: {exc}") from None
+    return copied
+
+
+def filters_json(filters: Filters | None) -> str | None:
+    """The filters as a JSON object for ``metadata @> %s::jsonb`` (None: no filter).
+
+    Containment on a scalar is JSON equality: numbers compare by value (1 matches 1.0), a
+    boolean never matches a number, and a list never matches a scalar, as in the memory store.
+    """
+    if not filters:
+        return None
+    for key, value in filters.items():
+        if not isinstance(value, str | int | float | bool) or (
+            isinstance(value, float) and not math.isfinite(value)
+        ):
+            raise InvalidInputError(
+                f"Filter {key!r} has value {value!r}; use a string, integer, finite float "
+                "or boolean."
+            )
+    return json.dumps(dict(filters), allow_nan=False)
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form ``[x,y,...]``; ``repr`` keeps every digit of a float."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"

@@ -1,0 +1,266 @@
+"""The store's tables: versioned DDL, ordered migrations and on-demand HNSW indexes.
+
+``ensure_schema`` is idempotent and safe to run from many processes at once: it takes a
+transaction-scoped advisory lock per schema, reads ``rag_schema_version`` and applies, in
+order and in the same transaction, every migration newer than the recorded version. A later
+change appends a :class:`Migration` (never edits an applied one), so existing data is migrated
+in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.vectors import DistanceMetric
+
+__all__ = [
+    "HNSW_MAX_DIMENSIONS",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Migration",
+    "current_version",
+    "ensure_schema",
+    "ensure_vector_index",
+    "vector_index_name",
+]
+
+HNSW_MAX_DIMENSIONS = 2000
+"""pgvector indexes ``vector`` columns of at most 2,000 dimensions; larger ones search exactly."""
+
+OPERATOR_CLASSES = {
+    DistanceMetric.COSINE: "vector_cosine_ops",
+    DistanceMetric.L2: "vector_l2_ops",
+    DistanceMetric.INNER_PRODUCT: "vector_ip_ops",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step of the schema's history; ``statements`` use ``{schema}`` for the schema."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+# Why the layout looks like this:
+# - One set of tables per schema (django-tenants gives each tenant one), shared by all its
+#   collections, so a new per-user collection is one row, not new tables.
+# - ``rag_chunks.embedding`` is an untyped ``vector``: collections differ in dimension. HNSW
+#   needs a fixed dimension, so indexes are partial expression indexes per (dimension,
+#   metric), created on demand (see ``ensure_vector_index``).
+# - BM25 state is ``rag_postings`` (term → chunk, tf, and the chunk's length dl, copied so
+#   scoring needs no join) plus ``rag_vocabulary`` (term → document frequency, which is both
+#   BM25's df and the fuzzy vocabulary) plus N and Σdl on the collection row.
+# - Keys and terms use the "C" collation, so SQL orders them exactly as Python orders str.
+_INITIAL = (
+    """
+    CREATE TABLE {schema}.rag_collections (
+        id bigserial PRIMARY KEY,
+        name text COLLATE "C" NOT NULL,
+        owner text COLLATE "C",
+        dimensions integer NOT NULL CHECK (dimensions > 0),
+        embedding_model text NOT NULL,
+        metric text NOT NULL CHECK (metric IN ('cosine', 'l2', 'inner_product')),
+        analyzer text NOT NULL,
+        document_count integer NOT NULL DEFAULT 0,
+        chunk_count bigint NOT NULL DEFAULT 0,
+        token_count bigint NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        CONSTRAINT rag_collections_name_owner UNIQUE NULLS NOT DISTINCT (name, owner)
+    )
+    """,
+    """
+    CREATE TABLE {schema}.rag_documents (
+        id text COLLATE "C" PRIMARY KEY,
+        collection_id bigint NOT NULL REFERENCES {schema}.rag_collections (id)
+            ON DELETE CASCADE,
+        source text NOT NULL,
+        title text NOT NULL,
+        tags text[] NOT NULL,
+        metadata jsonb NOT NULL,
+        content_hash text NOT NULL,
+        created_at timestamptz NOT NULL,
+        chunk_count integer NOT NULL,
+        seq bigserial NOT NULL
+    )
+    """,
+    """
+    CREATE UNIQUE INDEX rag_documents_source ON {schema}.rag_documents (collection_id, source)
+        WHERE source <> ''
+    """,
+    "CREATE INDEX rag_documents_newest ON {schema}.rag_documents (collection_id, seq DESC)",
+    """
+    CREATE TABLE {schema}.rag_chunks (
+        id bigserial PRIMARY KEY,
+        collection_id bigint NOT NULL,
+        document_id text COLLATE "C" NOT NULL REFERENCES {schema}.rag_documents (id)
+            ON DELETE CASCADE,
+        idx integer NOT NULL,
+        chunk_key text COLLATE "C" NOT NULL,
+        content text NOT NULL,
+        start_offset integer NOT NULL,
+        end_offset integer NOT NULL,
+        metadata jsonb NOT NULL,
+        token_count integer NOT NULL,
+        dimensions integer NOT NULL,
+        metric text NOT NULL,
+        embedding vector NOT NULL,
+        UNIQUE (document_id, idx)
+    )
+    """,
+    "CREATE INDEX rag_chunks_collection ON {schema}.rag_chunks (collection_id, chunk_key)",
+    """
+    CREATE INDEX rag_chunks_metadata ON {schema}.rag_chunks
+        USING gin (metadata jsonb_path_ops)
+    """,
+    """
+    CREATE TABLE {schema}.rag_postings (
+        collection_id bigint NOT NULL,
+        term text COLLATE "C" NOT NULL,
+        chunk_id bigint NOT NULL,
+        tf integer NOT NULL,
+        dl integer NOT NULL,
+        PRIMARY KEY (collection_id, term, chunk_id)
+    )
+    """,
+    "CREATE INDEX rag_postings_chunk ON {schema}.rag_postings (chunk_id)",
+    """
+    CREATE TABLE {schema}.rag_vocabulary (
+        collection_id bigint NOT NULL,
+        term text COLLATE "C" NOT NULL,
+        df integer NOT NULL,
+        PRIMARY KEY (collection_id, term)
+    )
+    """,
+    """
+    CREATE INDEX rag_vocabulary_length ON {schema}.rag_vocabulary
+        (collection_id, char_length(term))
+    """,
+    """
+    CREATE TABLE {schema}.rag_embedding_cache (
+        model text NOT NULL,
+        content_hash text NOT NULL,
+        embedding vector NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (model, content_hash)
+    )
+    """,
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def _render(statement: str, schema: str) -> sql.Composed:
+    # Only the schema identifier is substituted; the DDL text itself is a constant.
+    return sql.SQL(statement.strip()).format(schema=sql.Identifier(schema))
+
+
+def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rag_plugin.schema:{schema}",))
+
+
+def current_version(conn: psycopg.Connection[Any], schema: str) -> int:
+    """The schema's recorded version; 0 when the store's tables do not exist yet."""
+    exists = conn.execute(
+        "SELECT to_regclass(format('%%I.rag_schema_version', %s::text)) IS NOT NULL", (schema,)
+    ).fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = conn.execute(
+        sql.SQL("SELECT coalesce(max(version), 0) FROM {}").format(
+            sql.Identifier(schema, "rag_schema_version")
+        )
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def ensure_schema(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    migrations: tuple[Migration, ...] = MIGRATIONS,
+) -> int:
+    """Create or migrate the store's tables in ``schema``; return the version now in place.
+
+    Runs in one transaction (a savepoint inside a caller's transaction), so a failing
+    migration leaves the previous version intact.
+    """
+    with conn.transaction():
+        _lock(conn, schema)
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (version integer PRIMARY KEY, "
+                "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            ).format(sql.Identifier(schema, "rag_schema_version"))
+        )
+        version = current_version(conn, schema)
+        latest = migrations[-1].version if migrations else 0
+        if version > latest:
+            raise ConfigurationError(
+                f"Schema {schema!r} is at version {version}, newer than this code's {latest}; "
+                "upgrade rag_plugin before using it."
+            )
+        for migration in sorted(migrations, key=lambda m: m.version):
+            if migration.version <= version:
+                continue
+            for statement in migration.statements:
+                conn.execute(_render(statement, schema))
+            conn.execute(
+                sql.SQL("INSERT INTO {} (version, description) VALUES (%s, %s)").format(
+                    sql.Identifier(schema, "rag_schema_version")
+                ),
+                (migration.version, migration.description),
+            )
+            version = migration.version
+        return version
+
+
+def vector_index_name(dimensions: int, metric: DistanceMetric) -> str:
+    """The name of the partial HNSW index serving one (dimension, metric)."""
+    return f"rag_chunks_hnsw_{metric.value}_{int(dimensions)}"
+
+
+def ensure_vector_index(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    dimensions: int,
+    metric: DistanceMetric,
+    *,
+    m: int,
+    ef_construction: int,
+) -> bool:
+    """Create the partial HNSW index for (dimension, metric) if missing; False if impossible.
+
+    The index covers ``embedding::vector(d)`` for the rows of that dimension and metric only,
+    so it has a fixed dimension although the column does not; queries must use the same
+    expression and predicate (see ``dense.py``) for the planner to pick it.
+    """
+    if dimensions > HNSW_MAX_DIMENSIONS:
+        return False
+    with conn.transaction():
+        _lock(conn, schema)
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
+                "((embedding::vector({dims})) {ops}) WITH (m = {m}, ef_construction = {efc}) "
+                "WHERE dimensions = {dims} AND metric = {metric}"
+            ).format(
+                name=sql.Identifier(vector_index_name(dimensions, metric)),
+                table=sql.Identifier(schema, "rag_chunks"),
+                dims=sql.Literal(int(dimensions)),
+                ops=sql.SQL(OPERATOR_CLASSES[metric]),
+                m=sql.Literal(int(m)),
+                efc=sql.Literal(int(ef_construction)),
+                metric=sql.Literal(metric.value),
+            )
+        )
+    return True

@@ -1,0 +1,345 @@
+"""The PostgreSQL store: every piece of state in the database, every change one transaction.
+
+``PostgresStore(dsn_or_pool, schema="tenant")`` keeps collections, documents, chunks, vectors,
+BM25 postings and statistics and the fuzzy vocabulary in one schema (see ``schema.py`` for the
+tables and why they look so). Nothing is loaded into the process: any number of app processes
+share one index and see each other's writes at once, and an app process's memory does not grow
+with the corpus.
+
+- Dense: partial HNSW indexes per (dimension, metric), exact scans for small collections or
+  selective filters, iterative scans otherwise (``dense.py``).
+- BM25: computed in SQL over the whole collection from postings, df and N/avgdl, then scored
+  exactly as :class:`~rag_plugin.lexical.bm25.Bm25Index` does (``lexical.py``).
+- Fuzzy and correction: from the collection's vocabulary table (``lexical.py``).
+- Writes: one transaction per document, serialised per collection (``writes.py``).
+
+Collection names are validated before any SQL; identifiers go through ``psycopg.sql``; values
+are parameters. Every query is scoped by the collection's owner (``owner IS NOT DISTINCT FROM``)
+and applies metadata filters inside the query, before ranking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from rag_plugin.exceptions import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    DocumentNotFoundError,
+    InvalidInputError,
+)
+from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.stores.base import (
+    ChunkInput,
+    ChunkRecord,
+    CollectionInfo,
+    DocumentInput,
+    DocumentRecord,
+    Filters,
+    QueryCorrection,
+    ScoredChunk,
+    Store,
+    validate_collection_name,
+)
+from rag_plugin.stores.postgres import lexical, writes
+from rag_plugin.stores.postgres.connection import ConnectionSource, Database
+from rag_plugin.stores.postgres.dense import dense_search
+from rag_plugin.stores.postgres.rows import (
+    CollectionRow,
+    Tables,
+    chunk_record,
+    document_record,
+    filters_json,
+)
+from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
+from rag_plugin.vectors import DistanceMetric, validate_embedding
+
+__all__ = ["PostgresStore"]
+
+
+def _positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _check_n(n: int) -> None:
+    if n < 0:
+        raise InvalidInputError(f"n must be zero or positive, got {n}")
+
+
+class PostgresStore(Store):
+    """Collections in one PostgreSQL schema, searched in the database."""
+
+    def __init__(
+        self,
+        conninfo_or_pool: ConnectionSource,
+        *,
+        schema: str = "public",
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        ef_search: int = 64,
+        exact_search_below: int = 10_000,
+        pool_max_size: int = 4,
+        create_schema: bool = True,
+    ) -> None:
+        self.hnsw_m = _positive("hnsw_m", hnsw_m)
+        self.hnsw_ef_construction = _positive("hnsw_ef_construction", hnsw_ef_construction)
+        self.ef_search = _positive("ef_search", ef_search)
+        if isinstance(exact_search_below, bool) or exact_search_below < 0:
+            raise InvalidInputError(
+                f"exact_search_below must be zero or positive, got {exact_search_below!r}"
+            )
+        self.exact_search_below = exact_search_below
+        self._db = Database(
+            conninfo_or_pool, schema, max_size=_positive("pool_max_size", pool_max_size)
+        )
+        self._tables = Tables(self._db.schema)
+        self.last_dense_plan = ""
+        if create_schema:
+            self.ensure_schema()
+
+    @property
+    def schema(self) -> str:
+        """The schema holding this store's tables."""
+        return self._db.schema
+
+    def ensure_schema(self) -> int:
+        """Create or migrate the tables (idempotent); return the schema version."""
+        with self._db.transaction() as conn:
+            return ensure_schema(conn, self._db.schema)
+
+    def close(self) -> None:
+        """Close the connection pool if the store opened it from a DSN."""
+        self._db.close()
+
+    # -- collections -------------------------------------------------------------------
+
+    def create_collection(
+        self,
+        name: str,
+        *,
+        dimensions: int,
+        embedding_model: str,
+        owner: str | None = None,
+        metric: DistanceMetric = DistanceMetric.COSINE,
+        analyzer: str = "seed",
+    ) -> CollectionInfo:
+        """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
+        validate_collection_name(name)
+        _positive("dimensions", dimensions)
+        if not embedding_model:
+            raise InvalidInputError("embedding_model must name the model the vectors come from")
+        metric = DistanceMetric.parse(metric) if isinstance(metric, str) else metric
+        get_analyzer(analyzer)  # an unknown analyzer fails here, before anything is stored
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                self._tables(
+                    "INSERT INTO {collections} (name, owner, dimensions, embedding_model,"
+                    " metric, analyzer) VALUES (%s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT ON CONSTRAINT rag_collections_name_owner DO NOTHING"
+                    " RETURNING {collection_columns}"
+                ),
+                (name, owner, dimensions, embedding_model, metric.value, analyzer),
+            ).fetchone()
+        if row is None:
+            raise CollectionExistsError(name)
+        # Outside the insert's transaction: building it over existing rows can take a while,
+        # and the collection is usable (exactly searched) before it exists.
+        with self._db.transaction() as conn:
+            ensure_vector_index(
+                conn,
+                self._db.schema,
+                dimensions,
+                metric,
+                m=self.hnsw_m,
+                ef_construction=self.hnsw_ef_construction,
+            )
+        return CollectionRow.from_row(row).info
+
+    def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
+        """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
+        validate_collection_name(name)
+        with self._db.transaction() as conn:
+            return self._collection(conn, CollectionInfo(name, owner, 1, "")).info
+
+    def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
+        """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
+        with self._db.transaction() as conn:
+            rows = conn.execute(
+                self._tables(
+                    "SELECT {collection_columns} FROM {collections}"
+                    " WHERE owner IS NOT DISTINCT FROM %s ORDER BY name"
+                ),
+                (owner,),
+            ).fetchall()
+        return [CollectionRow.from_row(row).info for row in rows]
+
+    def delete_collection(self, name: str, *, owner: str | None = None) -> int:
+        """Delete the collection and everything in it; return how many documents it had."""
+        validate_collection_name(name)
+        info = CollectionInfo(name, owner, 1, "")
+        with self._db.transaction() as conn:
+            row = writes.lock_collection(conn, self._tables, info, for_delete=True)
+            return writes.delete_collection(conn, self._tables, row)
+
+    # -- documents ---------------------------------------------------------------------
+
+    def upsert_document(
+        self,
+        collection: CollectionInfo,
+        document: DocumentInput,
+        chunks: Sequence[ChunkInput],
+    ) -> DocumentRecord:
+        """Store a document and its chunks in one transaction, replacing one with its source."""
+        validate_collection_name(collection.name)
+        prepared = writes.prepare_document(collection, document, chunks)
+        with self._db.transaction() as conn:
+            row = writes.lock_collection(conn, self._tables, collection, for_delete=False)
+            if (row.info.dimensions, row.info.analyzer) != (
+                collection.dimensions,
+                collection.analyzer,
+            ):
+                # The collection was recreated with other settings since the caller read it.
+                prepared = writes.prepare_document(row.info, document, chunks)
+            return writes.write_document(conn, self._tables, row, prepared)
+
+    def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
+        """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
+        validate_collection_name(collection.name)
+        with self._db.transaction() as conn:
+            row = writes.lock_collection(conn, self._tables, collection, for_delete=False)
+            writes.delete_document(conn, self._tables, row, document_id)
+
+    def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
+        """Return one document; raise ``DocumentNotFoundError`` if absent."""
+        validate_collection_name(collection.name)
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            found = conn.execute(
+                self._tables(
+                    "SELECT {document_columns} FROM {documents} d"
+                    " WHERE d.id = %s AND d.collection_id = %s"
+                ),
+                (document_id, row.id),
+            ).fetchone()
+        if found is None:
+            raise DocumentNotFoundError(document_id)
+        return document_record(row.info.name, found)
+
+    def list_documents(
+        self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
+    ) -> list[DocumentRecord]:
+        """Return documents, newest first."""
+        validate_collection_name(collection.name)
+        if limit < 0 or offset < 0:
+            raise InvalidInputError(f"limit and offset must not be negative, got {limit}, {offset}")
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            rows = conn.execute(
+                self._tables(
+                    "SELECT {document_columns} FROM {documents} d WHERE d.collection_id = %s"
+                    " ORDER BY d.seq DESC LIMIT %s OFFSET %s"
+                ),
+                (row.id, limit, offset),
+            ).fetchall()
+        return [document_record(row.info.name, r) for r in rows]
+
+    def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
+        """Return a document's chunks in index order."""
+        validate_collection_name(collection.name)
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            exists = conn.execute(
+                self._tables("SELECT 1 FROM {documents} WHERE id = %s AND collection_id = %s"),
+                (document_id, row.id),
+            ).fetchone()
+            if exists is None:
+                raise DocumentNotFoundError(document_id)
+            rows = conn.execute(
+                self._tables(
+                    "SELECT {chunk_columns} FROM {chunks} c WHERE c.document_id = %s ORDER BY c.idx"
+                ),
+                (document_id,),
+            ).fetchall()
+        return [chunk_record(r) for r in rows]
+
+    # -- search legs -------------------------------------------------------------------
+
+    def dense(
+        self,
+        collection: CollectionInfo,
+        vector: Sequence[float],
+        n: int,
+        filters: Filters | None = None,
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by vector similarity; ties go to the smaller chunk id."""
+        validate_collection_name(collection.name)
+        _check_n(n)
+        where = filters_json(filters)
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            validate_embedding(vector, row.info.dimensions)
+            if n == 0:
+                return []
+            hits, self.last_dense_plan = dense_search(
+                conn,
+                self._tables,
+                row,
+                vector,
+                n,
+                where,
+                ef_search=self.ef_search,
+                exact_below=self.exact_search_below,
+            )
+        return hits
+
+    def bm25(
+        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
+        validate_collection_name(collection.name)
+        _check_n(n)
+        where = filters_json(filters)
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            if n == 0:
+                return []
+            return lexical.bm25_search(conn, self._tables, row, query, n, where)
+
+    def fuzzy(
+        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
+        validate_collection_name(collection.name)
+        _check_n(n)
+        where = filters_json(filters)
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            if n == 0:
+                return []
+            return lexical.fuzzy_search(conn, self._tables, row, query, n, where)
+
+    def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
+        """Correct each query word to the closest word of the collection's vocabulary."""
+        validate_collection_name(collection.name)
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            return lexical.correct_query(conn, self._tables, row, query)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _collection(self, conn: psycopg.Connection[Any], info: CollectionInfo) -> CollectionRow:
+        row = conn.execute(
+            self._tables(
+                "SELECT {collection_columns} FROM {collections}"
+                " WHERE name = %s AND owner IS NOT DISTINCT FROM %s"
+            ),
+            (info.name, info.owner),
+        ).fetchone()
+        if row is None:
+            raise CollectionNotFoundError(info.name)
+        return CollectionRow.from_row(row)
