@@ -1,0 +1,229 @@
+"""A small client for the portal's REST API that reaches ``*.localhost`` tenants on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from rag_plugin.exceptions import InvalidInputError, RagError
+
+DEFAULT_HOST = "http://localhost:8000"
+LOOPBACK = "127.0.0.1"
+CONNECT_TIMEOUT = 10.0
+
+
+class ApiError(RagError):
+    """The server could not be reached, or answered a request with an error status."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+        super().__init__(message if status is None else f"HTTP {status}: {message}")
+        self.message = message
+        self.status = status
+        if code is not None:
+            self.code = code
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What the server reports after ingesting one document."""
+
+    chunks: int
+    document_id: str | None
+
+
+def normalize_host(host: str) -> str:
+    """The base URL without trailing slashes; rejects anything but http(s) URLs with a host."""
+    cleaned = host.strip().rstrip("/")
+    try:
+        url = httpx.URL(cleaned)
+    except httpx.InvalidURL:
+        url = None
+    if url is None or url.scheme not in {"http", "https"} or not url.host:
+        raise InvalidInputError(
+            f"--host must be an http:// or https:// URL such as {DEFAULT_HOST}, got {host!r}"
+        )
+    return cleaned
+
+
+def api_url(host: str, path: str) -> str:
+    """Join the base URL and an API path with exactly one slash between them."""
+    return f"{host.rstrip('/')}/{path.lstrip('/')}"
+
+
+def is_localhost_subdomain(name: str) -> bool:
+    """Whether ``name`` is under ``.localhost``, which RFC 6761 reserves for loopback."""
+    return name.lower().rstrip(".").endswith(".localhost")
+
+
+class LoopbackTransport(httpx.BaseTransport):
+    """Sends requests for ``*.localhost`` names to 127.0.0.1, keeping the name in Host and SNI.
+
+    Tenants are routed by host name, so ``acme.localhost`` must arrive as the ``Host`` header
+    even on machines whose resolver does not know the name (curl and browsers do the same).
+    """
+
+    def __init__(self, inner: httpx.BaseTransport | None = None) -> None:
+        self._inner = inner if inner is not None else httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        name = request.url.host
+        if not is_localhost_subdomain(name):
+            return self._inner.handle_request(request)
+        extensions = dict(request.extensions)
+        if request.url.scheme == "https":
+            # Without this, TLS would offer (and verify) "127.0.0.1" instead of the real name.
+            extensions.setdefault("sni_hostname", name)
+        rerouted = httpx.Request(
+            request.method,
+            request.url.copy_with(host=LOOPBACK),
+            headers=request.headers,  # already carries Host: <name>[:port]
+            stream=request.stream,
+            extensions=extensions,
+        )
+        return self._inner.handle_request(rerouted)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def http_client(timeout: float, transport: httpx.BaseTransport | None = None) -> httpx.Client:
+    """An httpx client whose ``*.localhost`` requests go to loopback; ``transport`` is a seam."""
+    timeouts = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
+    headers = {"Accept": "application/json", "User-Agent": "ragctl"}
+    if transport is not None:
+        wrapped = LoopbackTransport(transport)
+        return httpx.Client(timeout=timeouts, headers=headers, transport=wrapped)
+    # A mount (not transport=) keeps httpx's proxy settings from the environment for other hosts.
+    return httpx.Client(
+        timeout=timeouts, headers=headers, mounts={"all://*.localhost": LoopbackTransport()}
+    )
+
+
+class RagClient:
+    """Login, ingest, search and list collections over the portal's REST API."""
+
+    def __init__(
+        self, host: str, *, timeout: float = 300.0, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        self.host = normalize_host(host)
+        self._http = http_client(timeout, transport)
+
+    def __enter__(self) -> RagClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def use_token(self, token: str) -> None:
+        """Send ``token`` as the bearer token on every later request."""
+        self._http.headers["Authorization"] = f"Bearer {token}"
+
+    def login(self, user: str, password: str) -> str:
+        """Exchange a user name (or e-mail address, if it has an @) and password for a token."""
+        field = "email" if "@" in user else "username"
+        body = self._request("POST", "/api/auth/login", {field: user, "password": password})
+        token = _first_string(body, ("access_token",), ("token",), ("data", "token"))
+        if token is None:
+            raise ApiError("login response did not include an access token")
+        return token
+
+    def ingest(
+        self,
+        *,
+        collection: str,
+        content: str,
+        title: str,
+        source: str,
+        tags: Sequence[str],
+        chunking_strategy: str | None,
+    ) -> IngestResult:
+        """Ingest one document; the server replaces an earlier document with the same source."""
+        payload: dict[str, Any] = {
+            "collection": collection,
+            "content": content,
+            "title": title,
+            "source": source,
+            "tags": list(tags),
+        }
+        if chunking_strategy is not None:
+            payload["chunking_strategy"] = chunking_strategy
+        body = self._request("POST", "/api/rag/ingest", payload)
+        chunks = body.get("chunks_created") if isinstance(body, dict) else None
+        if not isinstance(chunks, int) or isinstance(chunks, bool):
+            raise ApiError(f"ingest response has no integer chunks_created: {body!r:.200}")
+        document_id = body.get("document_id")
+        return IngestResult(chunks, document_id if isinstance(document_id, str) else None)
+
+    def search(
+        self, *, collection: str, query: str, limit: int, strategy: str | None
+    ) -> dict[str, Any]:
+        """The server's search response, unchanged."""
+        payload: dict[str, Any] = {"collection": collection, "query": query, "limit": limit}
+        if strategy is not None:
+            payload["strategy"] = strategy
+        body = self._request("POST", "/api/rag/search", payload)
+        if not isinstance(body, dict) or not isinstance(body.get("results"), list):
+            raise ApiError(f"search response has no results list: {body!r:.200}")
+        return body
+
+    def collections(self) -> list[dict[str, Any]]:
+        """The caller's collections as the server lists them."""
+        body = self._request("GET", "/api/rag/collections", None)
+        if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
+            raise ApiError(f"collections response is not a list of objects: {body!r:.200}")
+        return body
+
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> Any:
+        url = api_url(self.host, path)
+        try:
+            response = self._http.request(method, url, json=payload)
+        except httpx.TimeoutException as exc:
+            raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
+        except httpx.TransportError as exc:
+            raise ApiError(f"could not reach {url}: {exc}") from exc
+        if not response.is_success:
+            message, code = _error_details(response)
+            raise ApiError(message, status=response.status_code, code=code)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ApiError(f"{url} answered with invalid JSON: {response.text!r:.200}") from exc
+
+
+def _error_details(response: httpx.Response) -> tuple[str, str | None]:
+    """The API's ``{"error", "code"}`` body, or the start of whatever else came back."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        message = body.get("error", body.get("detail"))
+        code = body.get("code")
+        if isinstance(message, str) and message:
+            return message, code if isinstance(code, str) else None
+    text = " ".join(response.text.split())[:200]
+    return text or response.reason_phrase, None
+
+
+def _first_string(body: Any, *paths: tuple[str, ...]) -> str | None:
+    """The first non-empty string found at one of the key paths in a JSON object."""
+    for path in paths:
+        value = body
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, str) and value:
+            return value
+    return None

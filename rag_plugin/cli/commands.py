@@ -1,0 +1,310 @@
+"""The ``ragctl`` commands: argument parsing and the ingest-dir, search and collections flows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx
+from tqdm import tqdm
+
+from rag_plugin.cli import output
+from rag_plugin.cli.client import DEFAULT_HOST, ApiError, RagClient, normalize_host
+from rag_plugin.cli.discovery import Discovery, Document, discover
+from rag_plugin.exceptions import RagError
+
+CHUNKING_STRATEGIES = ("word", "semantic", "character")
+SEARCH_STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid")
+HOST_ENV = "RAG_HOST"
+TOKEN_ENV = "RAG_TOKEN"  # noqa: S105 (the variable's name, not a secret)
+
+
+class CommandError(RagError):
+    """A command cannot go on (missing credentials, failed login, failed documents)."""
+
+
+@dataclass(frozen=True)
+class Console:
+    """Where a command reads its environment and writes; tests swap the streams and transport."""
+
+    stdout: TextIO
+    stderr: TextIO
+    environ: Mapping[str, str] = field(default_factory=dict)
+    transport: httpx.BaseTransport | None = None
+    # Asks for a password interactively; None where nobody could answer (stdin not a terminal).
+    prompt: Callable[[str], str] | None = None
+
+    def out(self, line: str) -> None:
+        print(line, file=self.stdout)
+
+    def err(self, line: str) -> None:
+        print(line, file=self.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ragctl`` argument parser with its three sub-commands."""
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument(
+        "--host", help=f"portal base URL (default: ${HOST_ENV} or {DEFAULT_HOST})"
+    )
+    connection.add_argument("--token", help=f"bearer token (default: ${TOKEN_ENV})")
+    connection.add_argument("--user", help="user name or e-mail address to log in with")
+    connection.add_argument("--password", help="password for --user (prompted on a terminal)")
+    connection.add_argument(
+        "--timeout", type=_positive(float), default=300.0, help="seconds per request (300)"
+    )
+    connection.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+    parser = argparse.ArgumentParser(
+        prog="ragctl", description="Bulk ingest and search over the rag-plugin portal's REST API."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ingest = commands.add_parser(
+        "ingest-dir", parents=[connection], help="ingest every text file under a folder"
+    )
+    ingest.add_argument("--collection", required=True)
+    ingest.add_argument("--docs-path", required=True, type=Path)
+    ingest.add_argument("--chunking-strategy", choices=CHUNKING_STRATEGIES)
+    ingest.add_argument("--tag", action="append", default=[], dest="tags", metavar="TAG")
+    ingest.add_argument(
+        "--dry-run", action="store_true", help="list what would be sent; no network at all"
+    )
+
+    search = commands.add_parser("search", parents=[connection], help="search a collection")
+    search.add_argument("--collection", required=True)
+    search.add_argument("--query", required=True)
+    search.add_argument("--top-k", type=_positive(int), default=10)
+    search.add_argument("--strategy", choices=SEARCH_STRATEGIES)
+
+    commands.add_parser("collections", parents=[connection], help="list your collections")
+    return parser
+
+
+def run(argv: Sequence[str] | None, console: Console) -> int:
+    """Run one ``ragctl`` command; 0 on success, 1 on failure, 2 on bad arguments."""
+    try:
+        # argparse writes usage errors and --help itself; send them to this console's streams.
+        with redirect_stdout(console.stdout), redirect_stderr(console.stderr):
+            args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    handlers = {"ingest-dir": ingest_dir, "search": search, "collections": collections}
+    try:
+        return handlers[args.command](args, console)
+    except RagError as exc:
+        console.err(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        console.err("error: interrupted")
+        return 130
+
+
+def ingest_dir(args: argparse.Namespace, console: Console) -> int:
+    """Ingest every supported file under ``--docs-path``; fails closed before any write."""
+    host = _host(args, console)
+    collection = _non_empty(args.collection, "--collection")
+    discovery = discover(args.docs_path)
+    for item in discovery.skipped:
+        console.err(output.skipped_line(item.path, item.reason))
+    if not discovery.documents:
+        raise CommandError(f"no ingestible text documents found under {args.docs_path}")
+    if args.dry_run:
+        _report_dry_run(discovery, args.json, console)
+        return 0
+
+    with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
+        client.use_token(_token(args, console, client))
+        outcomes = _ingest_all(client, collection, args, discovery.documents, console)
+
+    failed = sum(1 for outcome in outcomes if outcome["status"] == "failed")
+    succeeded = len(outcomes) - failed
+    chunks = sum(outcome.get("chunks", 0) for outcome in outcomes)
+    if args.json:
+        summary = {
+            "documents": len(outcomes),
+            "succeeded": succeeded,
+            "failed": failed,
+            "chunks": chunks,
+        }
+        console.out(_json(_discovery_json(discovery, False, outcomes, summary)))
+    else:
+        console.out(output.summary_line(len(outcomes), succeeded, failed, chunks))
+    if failed:
+        raise CommandError(f"{failed} document(s) failed ingestion")
+    return 0
+
+
+def search(args: argparse.Namespace, console: Console) -> int:
+    """Search one collection and print ranked results (or the server's JSON)."""
+    host = _host(args, console)
+    collection = _non_empty(args.collection, "--collection")
+    query = _non_empty(args.query, "--query")
+    with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
+        client.use_token(_token(args, console, client))
+        try:
+            response = client.search(
+                collection=collection, query=query, limit=args.top_k, strategy=args.strategy
+            )
+        except ApiError as exc:
+            raise CommandError(f"search failed: {exc}") from exc
+    if args.json:
+        console.out(_json(response))
+    else:
+        for line in output.search_lines(response, query):
+            console.out(line)
+    return 0
+
+
+def collections(args: argparse.Namespace, console: Console) -> int:
+    """List the caller's collections with their counts."""
+    host = _host(args, console)
+    with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
+        client.use_token(_token(args, console, client))
+        try:
+            listed = client.collections()
+        except ApiError as exc:
+            raise CommandError(f"listing collections failed: {exc}") from exc
+    if args.json:
+        console.out(_json(listed))
+    else:
+        for item in listed:
+            console.out(output.collection_line(item))
+    return 0
+
+
+def _ingest_all(
+    client: RagClient,
+    collection: str,
+    args: argparse.Namespace,
+    documents: Sequence[Document],
+    console: Console,
+) -> list[dict[str, Any]]:
+    """Send each document in order; a failure is recorded and the run goes on."""
+    show_bar = not args.json and console.stderr.isatty()
+    bar = tqdm(
+        total=len(documents), file=console.stderr, unit="doc", disable=not show_bar, leave=False
+    )
+
+    def emit(stream: TextIO, line: str) -> None:
+        if show_bar:
+            bar.write(line, file=stream)  # clears and redraws the bar around the line
+        else:
+            print(line, file=stream)
+
+    outcomes: list[dict[str, Any]] = []
+    with bar:
+        for document in documents:
+            bar.set_postfix_str(document.source, refresh=False)
+            outcome = _document_json(document)
+            try:
+                result = client.ingest(
+                    collection=collection,
+                    content=document.content,
+                    title=document.title,
+                    source=document.source,
+                    tags=args.tags,
+                    chunking_strategy=args.chunking_strategy,
+                )
+            except ApiError as exc:
+                outcome.update(status="failed", http_status=exc.status, error=exc.message)
+                emit(console.stderr, output.failed_line(document.path, str(exc)))
+            else:
+                outcome.update(
+                    status="ingested", chunks=result.chunks, document_id=result.document_id
+                )
+                if not args.json:
+                    emit(console.stdout, output.ingested_line(document.path, result.chunks))
+            outcomes.append(outcome)
+            bar.update(1)
+    return outcomes
+
+
+def _token(args: argparse.Namespace, console: Console, client: RagClient) -> str:
+    """--token, else $RAG_TOKEN (unless --user/--password were given), else a login."""
+    if args.token:
+        return str(args.token)
+    if args.user is None and args.password is None:
+        from_env = console.environ.get(TOKEN_ENV, "").strip()
+        if from_env:
+            return from_env
+    if not args.user:
+        raise CommandError(f"--user is required unless --token is provided or ${TOKEN_ENV} is set")
+    password = args.password
+    if password is None:
+        if console.prompt is None:
+            raise CommandError("--password is required unless --token is provided")
+        password = console.prompt(f"Password for {args.user}: ")
+    try:
+        return client.login(args.user, password)
+    except ApiError as exc:
+        raise CommandError(f"login failed: {exc}") from exc
+
+
+def _report_dry_run(discovery: Discovery, as_json: bool, console: Console) -> None:
+    if as_json:
+        summary = {"documents": len(discovery.documents)}
+        console.out(_json(_discovery_json(discovery, True, None, summary)))
+        return
+    for document in discovery.documents:
+        console.out(output.dry_run_line(document))
+    console.out(output.dry_run_summary(len(discovery.documents)))
+
+
+def _document_json(document: Document) -> dict[str, Any]:
+    return {
+        "path": str(document.path),
+        "source": document.source,
+        "title": document.title,
+        "bytes": document.size,
+    }
+
+
+def _discovery_json(
+    discovery: Discovery,
+    dry_run: bool,
+    outcomes: list[dict[str, Any]] | None,
+    summary: dict[str, int],
+) -> dict[str, Any]:
+    documents = outcomes if outcomes is not None else list(map(_document_json, discovery.documents))
+    return {
+        "dry_run": dry_run,
+        "documents": documents,
+        "skipped": [{"path": str(item.path), "reason": item.reason} for item in discovery.skipped],
+        "empty": [str(path) for path in discovery.empty],
+        "summary": summary,
+    }
+
+
+def _host(args: argparse.Namespace, console: Console) -> str:
+    return normalize_host(args.host or console.environ.get(HOST_ENV) or DEFAULT_HOST)
+
+
+def _non_empty(value: str, flag: str) -> str:
+    if not value.strip():
+        raise CommandError(f"{flag} must not be empty")
+    return value
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
+    """An argparse type that accepts only numbers above zero."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0, got {text!r}")
+        return value
+
+    return parse

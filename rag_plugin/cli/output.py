@@ -1,0 +1,110 @@
+"""The exact lines ``ragctl`` prints: tab-separated audit lines and readable search results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rag_plugin.cli.discovery import Document
+
+SNIPPET_CHARS = 240
+
+
+def _field(text: str) -> str:
+    """One tab-separated field: tabs and line breaks would split the line, so they become spaces."""
+    return " ".join(text.replace("\t", " ").splitlines())
+
+
+def dry_run_line(document: Document) -> str:
+    """``path<TAB>title<TAB>N bytes`` for one planned document."""
+    return f"{document.path}\t{_field(document.title)}\t{document.size} bytes"
+
+
+def dry_run_summary(documents: int) -> str:
+    """The last line of a dry run."""
+    return f"dry_run=true documents={documents}"
+
+
+def ingested_line(path: Path, chunks: int) -> str:
+    """``ingested<TAB>path<TAB>N chunks`` (stdout)."""
+    return f"ingested\t{path}\t{chunks} chunks"
+
+
+def failed_line(path: Path, error: str) -> str:
+    """``failed<TAB>path<TAB>HTTP status: message`` (stderr)."""
+    return f"failed\t{path}\t{_field(error)}"
+
+
+def skipped_line(path: Path, reason: str) -> str:
+    """The stderr note for a file that is not valid UTF-8 or cannot be read."""
+    return f"skipping unreadable document {path}: {reason}"
+
+
+def summary_line(documents: int, succeeded: int, failed: int, chunks: int) -> str:
+    """``summary<TAB>documents=N succeeded=S failed=F chunks=C``."""
+    return f"summary\tdocuments={documents} succeeded={succeeded} failed={failed} chunks={chunks}"
+
+
+def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:
+    """The content on one line, cut at a word boundary near ``limit`` characters."""
+    flat = " ".join(content.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
+    return f"{cut}…"
+
+
+def search_lines(response: Mapping[str, Any], query: str) -> list[str]:
+    """Ranked search results for people: rank, score, title, source, offsets, snippet."""
+    results: Sequence[Any] = response.get("results") or []
+    header = f"{len(results)} result{'s' if len(results) != 1 else ''} for {query!r}"
+    details = [f"strategy={response.get('strategy', '?')}"]
+    if response.get("reranked"):
+        details.append("reranked")
+    if isinstance(response.get("duration_ms"), int | float):
+        details.append(f"{response['duration_ms']} ms")
+    lines = [f"{header} ({', '.join(details)})"]
+    corrected = response.get("corrected_query")
+    if isinstance(corrected, str) and corrected and corrected != query:
+        lines.append(f"searched for {corrected!r} instead (typo correction)")
+    for rank, result in enumerate(results, start=1):
+        lines.append("")
+        lines.extend(_result_lines(rank, result if isinstance(result, Mapping) else {}))
+    return lines
+
+
+def _result_lines(rank: int, result: Mapping[str, Any]) -> list[str]:
+    metadata = result.get("metadata")
+    meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
+    score = _number(result.get("score"))
+    normalized = result.get("normalized_score")
+    score_text = f"score {score:.6f}" if score is not None else "score ?"
+    if (value := _number(normalized)) is not None:
+        score_text += f" (normalized {value:.4f})"
+    title = meta.get("title") or "(untitled)"
+    location = [f"source: {meta.get('source') or '(none)'}"]
+    start, end = meta.get("start_offset"), meta.get("end_offset")
+    if isinstance(start, int) and isinstance(end, int):
+        location.append(f"chars {start}-{end}")
+    if isinstance(meta.get("chunk_index"), int):
+        location.append(f"chunk {meta['chunk_index']}")
+    location.append(f"id {result.get('id', '?')}")
+    return [
+        f"{rank}. {_field(str(title))}  [{score_text}]",
+        f"   {'  '.join(location)}",
+        f"   {snippet(str(result.get('content', '')))}",
+    ]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def collection_line(collection: Mapping[str, Any]) -> str:
+    """``name<TAB>documents=N chunks=C dim=D`` for one collection."""
+    labels = (("document_count", "documents"), ("chunk_count", "chunks"), ("dimensions", "dim"))
+    counts = " ".join(f"{label}={collection[key]}" for key, label in labels if key in collection)
+    return f"{collection.get('name', '?')}\t{counts}"

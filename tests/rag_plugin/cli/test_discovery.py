@@ -1,0 +1,189 @@
+"""ragctl ingest-dir's file discovery: which files, in what order, with what titles."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePath
+
+import pytest
+
+from rag_plugin.cli.discovery import discover, document_title, is_supported, source_name
+from rag_plugin.exceptions import InvalidInputError
+
+
+def write(root: Path, relative: str, data: bytes | str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        path.write_text(data, encoding="utf-8", newline="")
+    else:
+        path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "supported"),
+    [
+        ("a.md", True),
+        ("a.markdown", True),
+        ("a.txt", True),
+        ("a.text", True),
+        ("a.json", True),
+        ("a.JSONL", True),
+        ("NOTES.Md", True),
+        ("archive.tar.md", True),
+        ("a.png", False),
+        ("a.md.bak", False),
+        ("README", False),
+        (".md", False),
+        ("a.rst", False),
+    ],
+)
+def test_supported_extensions_are_case_insensitive(name: str, supported: bool) -> None:
+    assert is_supported(PurePath(name)) is supported
+
+
+@pytest.mark.parametrize(
+    ("content", "name", "title"),
+    [
+        ("intro\n# Real Title\nbody", "x.md", "Real Title"),
+        ("#   Spaced   \n", "x.md", "Spaced"),
+        ("  # Indented heading\r\nbody", "x.md", "Indented heading"),
+        ("# \n# Second\n", "x.md", "Second"),
+        ("## Sub heading\nbody", "docs-my_file.md", "docs my file"),
+        ("#NoSpace\n", "my_file.md", "my file"),
+        ("```sh\n# install it\n```\n# After Fence\n", "x.md", "After Fence"),
+        ("~~~\n# inside\n~~~\n", "release-notes.txt", "release notes"),
+        ("no heading at all", "my.notes.md", "my.notes"),
+        ("no heading", "___.md", "document"),
+    ],
+)
+def test_title_prefers_first_heading_then_file_stem(content: str, name: str, title: str) -> None:
+    assert document_title(content, PurePath("docs") / name) == title
+
+
+def test_walk_is_recursive_sorted_by_path_components(tmp_path: Path) -> None:
+    write(tmp_path, "b.md", "# B\n")
+    write(tmp_path, "a-b.md", "dash\n")
+    write(tmp_path, "a/b.md", "nested\n")
+    write(tmp_path, "a/z/deep.TXT", "deep\n")
+    write(tmp_path, "A.json", "{}\n")
+    write(tmp_path, "image.png", "not text\n")
+
+    found = discover(tmp_path)
+
+    # Component order ("a" < "a-b.md"), not string order ("a-b.md" < "a/b.md").
+    assert [document.source for document in found.documents] == [
+        "A.json",
+        "a/b.md",
+        "a/z/deep.TXT",
+        "a-b.md",
+        "b.md",
+    ]
+    assert [document.path for document in found.documents] == [
+        tmp_path / "A.json",
+        tmp_path / "a" / "b.md",
+        tmp_path / "a" / "z" / "deep.TXT",
+        tmp_path / "a-b.md",
+        tmp_path / "b.md",
+    ]
+    assert found.skipped == ()
+    assert found.empty == ()
+
+
+def test_document_carries_exact_content_title_and_byte_size(tmp_path: Path) -> None:
+    write(tmp_path, "guide/über_uns.md", "Intro\r\n# Über uns\r\nText ✓\r\n")
+
+    (document,) = discover(tmp_path).documents
+
+    assert document.content == "Intro\r\n# Über uns\r\nText ✓\r\n"
+    assert document.title == "Über uns"
+    assert document.source == "guide/über_uns.md"
+    # Ü and ✓ are 2 and 3 bytes in UTF-8: 27 characters, 30 bytes.
+    assert document.size == 30
+
+
+def test_byte_order_mark_is_dropped_from_content_but_counted_in_size(tmp_path: Path) -> None:
+    write(tmp_path, "bom.md", b"\xef\xbb\xbf# Title\n")
+
+    (document,) = discover(tmp_path).documents
+
+    assert document.content == "# Title\n"
+    assert document.title == "Title"
+    assert document.size == 11
+
+
+def test_invalid_utf8_is_skipped_with_the_decoder_error(tmp_path: Path) -> None:
+    bad = write(tmp_path, "bad.md", b"ok \xff\xfe not utf-8")
+    write(tmp_path, "good.md", "fine\n")
+
+    found = discover(tmp_path)
+
+    assert [document.source for document in found.documents] == ["good.md"]
+    assert [(item.path, item.reason) for item in found.skipped] == [
+        (bad, "'utf-8' codec can't decode byte 0xff in position 3: invalid start byte")
+    ]
+
+
+def test_fifo_and_broken_link_are_skipped_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    broken = tmp_path / "broken.txt"
+    broken.symlink_to(tmp_path / "missing.txt")
+    write(tmp_path, "real.md", "text\n")
+
+    found = discover(tmp_path)
+
+    assert [document.source for document in found.documents] == ["real.md"]
+    assert [(item.path, item.reason) for item in found.skipped] == [
+        (broken, f"[Errno 2] No such file or directory: '{broken}'"),
+        (fifo, f"not a regular file: {fifo}"),
+    ]
+
+
+def test_folder_named_like_a_document_is_walked_not_read(tmp_path: Path) -> None:
+    write(tmp_path, "notes.md/inner.txt", "inside\n")
+
+    found = discover(tmp_path)
+
+    assert [document.source for document in found.documents] == ["notes.md/inner.txt"]
+    assert found.skipped == ()
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\n\t \r\n"])
+def test_whitespace_only_files_are_skipped_silently(tmp_path: Path, blank: str) -> None:
+    empty = write(tmp_path, "empty.md", blank)
+    write(tmp_path, "full.md", "x\n")
+
+    found = discover(tmp_path)
+
+    assert [document.source for document in found.documents] == ["full.md"]
+    assert found.empty == (empty,)
+    assert found.skipped == ()
+
+
+def test_linked_folder_is_followed_once_and_a_link_cycle_ends(tmp_path: Path) -> None:
+    write(tmp_path, "real/doc.md", "text\n")
+    (tmp_path / "z-link").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "loop").symlink_to(tmp_path)
+
+    found = discover(tmp_path)
+
+    # "real" sorts before "z-link", so the real folder always owns the document.
+    assert [document.source for document in found.documents] == ["real/doc.md"]
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_docs_path_that_is_not_a_directory_is_refused(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "docs"
+    if kind == "file":
+        target.write_text("a file\n")
+
+    with pytest.raises(InvalidInputError) as caught:
+        discover(target)
+
+    assert str(caught.value) == f"docs path is not a directory: {target}"
+
+
+def test_source_is_relative_posix_path(tmp_path: Path) -> None:
+    assert source_name(tmp_path, tmp_path / "a" / "b.md") == "a/b.md"
