@@ -1,0 +1,224 @@
+"""A tiny HTTP server on 127.0.0.1 that speaks the portal's REST contract, for ragctl tests."""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PASSWORD = "correct horse"
+USERS = {"alice": "alice@acme.test", "bob": "bob@acme.test"}
+PARAGRAPH = re.compile(r"\S.*?(?=\n[ \t]*\n|\s*\Z)", flags=re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    host: str
+    authorization: str | None
+    body: Any
+
+
+@dataclass
+class StoredDocument:
+    """A document as the fake stores it; its chunks are blank-line-separated paragraphs."""
+
+    document_id: str
+    title: str
+    source: str
+    tags: list[str]
+    content: str
+    chunking_strategy: str | None
+    chunks: list[tuple[int, int]]
+
+
+@dataclass
+class FakePortal:
+    """State behind the server: stored documents and every request received."""
+
+    port: int = 0
+    requests: list[Recorded] = field(default_factory=list)
+    # (collection, source) -> document; re-ingesting a source replaces it, as the portal does.
+    documents: dict[tuple[str, str], StoredDocument] = field(default_factory=dict)
+    # Sources the server refuses with this status, to exercise per-document failures.
+    refuse: dict[str, int] = field(default_factory=dict)
+    ingest_count: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    scheme: str = "http"
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return f"{self.scheme}://{host}:{self.port}"
+
+    def routes(self) -> list[str]:
+        return [f"{request.method} {request.path}" for request in self.requests]
+
+    def sources(self, collection: str) -> list[str]:
+        return sorted(source for name, source in self.documents if name == collection)
+
+    def handle(
+        self, method: str, path: str, host: str, authorization: str | None, body: Any
+    ) -> tuple[int, Any]:
+        with self.lock:
+            self.requests.append(Recorded(method, path, host, authorization, body))
+            if (method, path) == ("POST", "/api/auth/login"):
+                return self._login(body)
+            if authorization is None or authorization.removeprefix("Bearer ") not in USERS:
+                return 401, {"error": "Unauthorized", "code": "AUTHENTICATION_FAILED"}
+            if (method, path) == ("POST", "/api/rag/ingest"):
+                return self._ingest(body)
+            if (method, path) == ("POST", "/api/rag/search"):
+                return self._search(body)
+            if (method, path) == ("GET", "/api/rag/collections"):
+                return self._collections()
+            return 404, {"error": f"Not found: {path}", "code": "NOT_FOUND"}
+
+    def _login(self, body: Any) -> tuple[int, Any]:
+        by_email = {email: name for name, email in USERS.items()}
+        user = body.get("username") or by_email.get(body.get("email", ""))
+        if user not in USERS or body.get("password") != PASSWORD:
+            return 401, {"error": "Invalid credentials", "code": "AUTHENTICATION_FAILED"}
+        # The token is the user name: enough for a fake, and readable in assertions.
+        return 200, {"access_token": user, "token_type": "Bearer", "expires_in": 3600}
+
+    def _ingest(self, body: Any) -> tuple[int, Any]:
+        collection, content = body.get("collection", ""), body.get("content", "")
+        if not collection or not content:
+            return 400, {"error": "Invalid input: Content required", "code": "INVALID_INPUT"}
+        source = body.get("source") or ""
+        if source in self.refuse:
+            status = self.refuse[source]
+            return status, {"error": f"refused {source}", "code": "INTERNAL_ERROR"}
+        self.ingest_count += 1
+        document_id = f"doc{self.ingest_count}"
+        chunks = [(match.start(), match.end()) for match in PARAGRAPH.finditer(content)]
+        self.documents[(collection, source)] = StoredDocument(
+            document_id=document_id,
+            title=body.get("title") or "",
+            source=source,
+            tags=list(body.get("tags") or []),
+            content=content,
+            chunking_strategy=body.get("chunking_strategy"),
+            chunks=chunks,
+        )
+        return 200, {
+            "chunks_created": len(chunks),
+            "document_ids": [f"{document_id}_{index}" for index in range(len(chunks))],
+            "collection": collection,
+            "document_id": document_id,
+        }
+
+    def _search(self, body: Any) -> tuple[int, Any]:
+        collection = body.get("collection", "")
+        if not any(name == collection for name, _ in self.documents):
+            return 404, {"error": f"Collection '{collection}' not found", "code": "NOT_FOUND"}
+        terms = body.get("query", "").lower().split()
+        hits = []
+        for (name, _), document in sorted(self.documents.items()):
+            if name != collection:
+                continue
+            for index, (start, end) in enumerate(document.chunks):
+                text = document.content[start:end]
+                matched = sum(1 for term in terms if term in text.lower())
+                if matched:
+                    hits.append((matched / len(terms), document, index, start, end, text))
+        hits.sort(key=lambda hit: -hit[0])
+        results = [
+            {
+                "id": f"{document.document_id}_{index}",
+                "content": text,
+                "score": score,
+                "metadata": {
+                    "title": document.title,
+                    "source": document.source,
+                    "created_at": "2025-01-01T00:00:00Z",
+                    "tags": document.tags,
+                    "document_id": document.document_id,
+                    "chunk_index": index,
+                    "start_offset": start,
+                    "end_offset": end,
+                },
+            }
+            for score, document, index, start, end, text in hits[: body.get("limit", 10)]
+        ]
+        return 200, {
+            "results": results,
+            "total": len(results),
+            "strategy": body.get("strategy") or "semantic",
+            "reranked": False,
+            "duration_ms": 7,
+        }
+
+    def _collections(self) -> tuple[int, Any]:
+        names = sorted({name for name, _ in self.documents})
+        return 200, [
+            {
+                "name": name,
+                "document_count": len(self.sources(name)),
+                "chunk_count": sum(
+                    len(doc.chunks) for (owner, _), doc in self.documents.items() if owner == name
+                ),
+                "dimensions": 384,
+            }
+            for name in names
+        ]
+
+
+def _handler(portal: FakePortal) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else {}
+            status, payload = portal.handle(
+                self.command,
+                self.path,
+                self.headers.get("Host", ""),
+                self.headers.get("Authorization"),
+                body,
+            )
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Keep test output quiet; the portal records requests instead."""
+
+    return Handler
+
+
+@contextmanager
+def running_fake_portal(tls: ssl.SSLContext | None = None) -> Iterator[FakePortal]:
+    """Serve a fresh :class:`FakePortal` on 127.0.0.1 (a free port) for the block's duration."""
+    portal = FakePortal()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(portal))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    portal.port = server.server_address[1]
+    portal.scheme = "https" if tls is not None else "http"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield portal
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
