@@ -1,7 +1,11 @@
 """Embedding backends behind one contract: dedup, cache, batching and L2 normalisation."""
 
 from rag_plugin.embedding.base import DEFAULT_BATCH_SIZE, Embedder, EmbedderStats
-from rag_plugin.embedding.cache import EmbeddingCache, InMemoryEmbeddingCache
+from rag_plugin.embedding.cache import (
+    EmbeddingCache,
+    InMemoryEmbeddingCache,
+    SqliteEmbeddingCache,
+)
 from rag_plugin.embedding.dedup import DedupPlan, content_hash_hex, normalize_for_dedup
 from rag_plugin.embedding.fastembed_backend import (
     DEFAULT_MODEL,
@@ -24,6 +28,7 @@ __all__ = [
     "FastEmbedEmbedder",
     "HttpEmbedder",
     "InMemoryEmbeddingCache",
+    "SqliteEmbeddingCache",
     "clear_loaded_models",
     "content_hash_hex",
     "model_load_count",
