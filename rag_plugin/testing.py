@@ -10,7 +10,7 @@ from rag_plugin.embedding.base import DEFAULT_BATCH_SIZE, Embedder
 from rag_plugin.embedding.cache import EmbeddingCache
 from rag_plugin.exceptions import InvalidInputError
 
-__all__ = ["FakeEmbedder"]
+__all__ = ["FakeEmbedder", "fake_vector"]
 
 _WORDS_PER_DIGEST = 8  # a SHA-256 digest holds eight unsigned 32-bit words
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import struct
 
 import pytest
 
@@ -39,9 +41,6 @@ def test_different_texts_get_different_unit_vectors() -> None:
 
 def test_fake_vector_is_fixed_by_sha256() -> None:
     # First word of sha256(b"0:alpha") as little-endian uint32, mapped onto [-1, 1].
-    import hashlib
-    import struct
-
     word = struct.unpack("<I", hashlib.sha256(b"0:alpha").digest()[:4])[0]
 
     assert fake_vector("alpha", 3)[0] == word / 0xFFFFFFFF * 2.0 - 1.0
