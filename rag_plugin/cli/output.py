@@ -51,7 +51,9 @@ def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:
     flat = " ".join(content.split())
     if len(flat) <= limit:
         return flat
-    cut = flat[:limit].rsplit(" ", 1)[0] if " " in flat[:limit] else flat[:limit]
+    # Look one character past the limit so a word ending exactly there is kept whole.
+    head = flat[: limit + 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else flat[:limit]
     return f"{cut}…"
 
 
