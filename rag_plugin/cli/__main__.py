@@ -2,4 +2,6 @@
 
 from rag_plugin.cli import main
 
-raise SystemExit(main())
+# Guarded so that importing every module (the dependency-rule test does) runs nothing.
+if __name__ == "__main__":
+    raise SystemExit(main())
