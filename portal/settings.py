@@ -50,6 +50,7 @@ CSRF_TRUSTED_ORIGINS = env_list(
 SHARED_APPS = [
     "django_tenants",
     "tenants",
+    "portal",
     "django.contrib.contenttypes",
     "django.contrib.auth",
     "django.contrib.sessions",
@@ -57,6 +58,8 @@ SHARED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.admin",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally: works offline
 ]
 # Users, sessions and admin log live in each tenant's schema (SPEC T2).
 TENANT_APPS = [
@@ -74,9 +77,13 @@ TENANT_DOMAIN_MODEL = "tenants.Domain"
 PUBLIC_SCHEMA_NAME = "public"
 
 MIDDLEWARE = [
-    # Must come first: it picks the tenant (and its schema) from the Host header.
+    # Rejects oversized bodies before any work, even the tenant lookup.
+    "portal.middleware.BodySizeLimitMiddleware",
+    # Before everything that touches the database: picks the tenant schema from the Host.
     "django_tenants.middleware.main.TenantMainMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Serves the admin's and Swagger UI's static files from the app process itself.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -138,20 +145,79 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve straight from the apps' static folders: no collectstatic step to forget.
+WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The RAG settings block (SPEC O2): every key has a default; an empty environment is valid.
+RAG = {
+    # fastembed (the bundled offline model unless RAG_EMBEDDING_MODEL names another),
+    # http (an OpenAI-compatible endpoint at RAG_EMBEDDING_URL), or fake (tests only).
+    "EMBEDDER": os.environ.get("RAG_EMBEDDER", "fastembed"),
+    "EMBEDDING_MODEL": os.environ.get("RAG_EMBEDDING_MODEL", ""),
+    "EMBEDDING_URL": os.environ.get("RAG_EMBEDDING_URL", ""),
+    "FAKE_DIMENSIONS": int(os.environ.get("RAG_FAKE_DIMENSIONS", "16")),
+    "POOL_MAX_SIZE": int(os.environ.get("RAG_POOL_MAX_SIZE", "8")),
+    "HNSW": {
+        "hnsw_m": int(os.environ.get("RAG_HNSW_M", "16")),
+        "hnsw_ef_construction": int(os.environ.get("RAG_HNSW_EF_CONSTRUCTION", "64")),
+        "ef_search": int(os.environ.get("RAG_HNSW_EF_SEARCH", "64")),
+    },
+}
+RAG_API = {
+    "MAX_BODY_BYTES": int(os.environ.get("RAG_MAX_BODY_BYTES", str(2 * 1024 * 1024))),
+    "TOKEN_TTL_SECONDS": int(os.environ.get("RAG_TOKEN_TTL_SECONDS", str(12 * 3600))),
+}
+DATA_UPLOAD_MAX_MEMORY_SIZE = RAG_API["MAX_BODY_BYTES"]
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["portal.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "portal.api.errors.api_exception_handler",
+    "DEFAULT_THROTTLE_RATES": {"login": os.environ.get("RAG_LOGIN_RATE", "10/minute")},
     "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "RAG portal API",
+    "DESCRIPTION": "Ingest and search user-scoped collections of a tenant.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+    "SECURITY": [{"bearerAuth": []}],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Login throttle counters must be shared by every app process: keep them in PostgreSQL.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "portal_cache",
+    }
 }
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "portal.log.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "structured": {"class": "logging.StreamHandler", "formatter": "json"},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
     # pgserver narrates every start and stop of the embedded server at INFO.
-    "loggers": {"pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        # One JSON line per ingest/search/delete (SPEC O3).
+        "portal.rag": {"handlers": ["structured"], "level": "INFO", "propagate": False},
+    },
 }

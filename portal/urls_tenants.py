@@ -1,11 +1,14 @@
-"""URLs of a tenant's host: the tenant admin, the health check (and later the REST API)."""
+"""URLs of a tenant's host: the tenant admin, the REST API and the health check."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
+from portal import admin_views
 from portal.views import health
 
 urlpatterns = [
+    path("admin/rag/", include(admin_views.urlpatterns)),
     path("admin/", admin.site.urls),
+    path("api/", include("portal.api.urls")),
     path("health", health, name="health"),
 ]

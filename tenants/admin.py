@@ -7,12 +7,15 @@ where tenants and domains are managed. A tenant admin can therefore never reach 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
+from django.http import HttpRequest
 from django_tenants.admin import TenantAdminMixin
 
-from tenants.models import Domain, Tenant
+from tenants.models import Domain, RagSource, Tenant
 
 
 class PlatformAdminSite(admin.AdminSite):
@@ -49,3 +52,22 @@ platform_admin_site.register(Group, GroupAdmin)
 
 admin.site.site_header = "RAG portal: tenant administration"
 admin.site.site_title = "RAG tenant admin"
+
+
+@admin.register(RagSource)
+class RagSourceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The tenant's RAG source allowlist: default deny, one row per allowed source."""
+
+    list_display = ("name", "enabled", "note", "updated_by", "updated_at")
+    list_editable = ("enabled",)
+    list_filter = ("enabled",)
+    search_fields = ("name", "note")
+    readonly_fields = ("created_by", "created_at", "updated_by", "updated_at")
+    fields = ("name", "enabled", "note", *readonly_fields)
+
+    def save_model(self, request: HttpRequest, obj: RagSource, form: Any, change: bool) -> None:
+        actor = request.user.get_username() if request.user.is_authenticated else ""
+        if not change:
+            obj.created_by = actor
+        obj.updated_by = actor
+        super().save_model(request, obj, form, change)

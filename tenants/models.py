@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django_tenants.models import DomainMixin, TenantMixin
 
@@ -25,3 +26,37 @@ class Domain(DomainMixin):  # type: ignore[misc]
 
     def __str__(self) -> str:
         return str(self.domain)
+
+
+class RagSource(models.Model):
+    """One entry of a tenant's RAG source allowlist (SPEC T3).
+
+    The allowlist denies by default: a source (a collection name as users see it) may be
+    ingested into, searched or deleted only while an entry for it exists and is enabled.
+    """
+
+    name = models.CharField(
+        max_length=63,
+        unique=True,
+        help_text="The collection name users see, e.g. 'docs'.",
+        validators=[
+            RegexValidator(
+                r"^[A-Za-z_][A-Za-z0-9_]*$",
+                "Use letters, digits and underscores, starting with a letter or underscore.",
+            )
+        ],
+    )
+    enabled = models.BooleanField(default=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.CharField(max_length=150, blank=True, editable=False)
+
+    class Meta:
+        ordering = ("name",)
+        verbose_name = "RAG source"
+        verbose_name_plural = "RAG source allowlist"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'enabled' if self.enabled else 'disabled'})"

@@ -65,3 +65,23 @@ def user_ensure(
     role = "admin" if is_admin else "user"
     where = "platform" if schema_name == get_public_schema_name() else schema_name
     return Outcome(f"{role:5} {username} in {where}", created)
+
+
+def rag_source_set(
+    *, schema_name: str, name: str, enabled: bool, note: str = "", actor: str = ""
+) -> Outcome:
+    """Create or update an allowlist entry of the tenant (what the admin form does)."""
+    from tenants.models import RagSource
+
+    with schema_context(schema_name), transaction.atomic():
+        source, created = RagSource.objects.get_or_create(
+            name=name, defaults={"enabled": enabled, "note": note, "created_by": actor}
+        )
+        source.enabled = enabled
+        if note:
+            source.note = note
+        source.updated_by = actor
+        source.full_clean()
+        source.save()
+    state = "enabled" if enabled else "disabled"
+    return Outcome(f"source {name} {state} in {schema_name}", created)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
-from django_tenants.utils import get_public_schema_name
+from django_tenants.utils import get_public_schema_name, schema_context
 
-from tenants.services import tenant_ensure, user_ensure
+from tenants.services import rag_source_set, tenant_ensure, user_ensure
 
 DEFAULT_PASSWORD = "demo-pass-2026"  # noqa: S105 - a documented demo password, printed on use
 DEMO_DOCS_DIR = Path(__file__).resolve().parents[2] / "demo_docs"
@@ -24,10 +25,33 @@ DEMO_TENANTS: tuple[tuple[str, str, str, tuple[tuple[str, bool], ...]], ...] = (
     ("globex", "Globex Corporation", "globex.localhost", (("admin", True), ("carol", False))),
 )
 PUBLIC_HOSTS = ["localhost", "127.0.0.1"]
+DEMO_SOURCE = "docs"
 
 
 class Command(BaseCommand):
     help = "Create the demo tenants (acme, globex), their users and the demo document set."
+
+    def _ingest_demo_documents(self) -> list[str]:
+        """Ingest the demo documents into alice's ``docs`` (re-runs replace them by source)."""
+        from portal.rag.services import document_ingest
+
+        lines = []
+        with schema_context("acme"):
+            alice = get_user_model().objects.get(username="alice")
+            for path in sorted(p for p in DEMO_DOCS_DIR.iterdir() if p.is_file()):
+                text = path.read_text(encoding="utf-8")
+                title = next(
+                    (line[2:].strip() for line in text.splitlines() if line.startswith("# ")),
+                    path.stem.replace("-", " "),
+                )
+                ingested = document_ingest(
+                    user=alice, collection=DEMO_SOURCE, content=text, title=title, source=path.name
+                )
+                lines.append(
+                    f"ingested {path.name} into alice's '{DEMO_SOURCE}' "
+                    f"({len(ingested.result.chunks)} chunks)"
+                )
+        return lines
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -68,8 +92,13 @@ class Command(BaseCommand):
                     is_admin=is_admin,
                 )
                 lines.append(outcome.describe())
-        documents = sorted(p.name for p in DEMO_DOCS_DIR.iterdir() if p.is_file())
-        lines.append(f"demo documents in {DEMO_DOCS_DIR}: {', '.join(documents)}")
+        for schema, *_ in DEMO_TENANTS:
+            lines.append(
+                rag_source_set(
+                    schema_name=schema, name=DEMO_SOURCE, enabled=True, actor="bootstrap_demo"
+                ).describe()
+            )
+        lines.extend(self._ingest_demo_documents())
 
         self.stdout.write("\n".join(lines))
         self.stdout.write("")

@@ -1,0 +1,1 @@
+"""The REST API: authentication, error contract and thin views over portal.rag."""

@@ -1,0 +1,33 @@
+"""DRF authentication with the bearer tokens of :mod:`portal.api.tokens`."""
+
+from __future__ import annotations
+
+from django.db import connection
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+
+from portal.api.tokens import TOKEN_TYPE, user_for_token
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    """``Authorization: Bearer <token>``, valid only on the tenant that issued it."""
+
+    keyword = TOKEN_TYPE
+
+    def authenticate(self, request: Request) -> tuple[object, str] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme != self.keyword or not token.strip():
+            raise AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
+        schema_name = getattr(connection, "schema_name", "")
+        user = user_for_token(token=token.strip(), schema_name=schema_name)
+        if user is None:
+            raise AuthenticationFailed("Invalid or expired token for this tenant.")
+        return user, token
+
+    def authenticate_header(self, request: Request) -> str:
+        # Makes DRF answer 401 (with WWW-Authenticate) rather than 403 when no token is sent.
+        return self.keyword

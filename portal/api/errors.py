@@ -1,0 +1,116 @@
+"""The error contract (SPEC A5): every error is JSON ``{"error": message, "code": CODE}``.
+
+One DRF exception handler maps both DRF's exceptions and the ``rag_plugin`` error tree to a
+status and a code, from the tables below, so the mapping lives in exactly one place.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from rag_plugin import exceptions as rag
+
+logger = logging.getLogger(__name__)
+
+
+class SourceNotAllowed(drf.PermissionDenied):
+    """The tenant's allowlist has no enabled entry for this RAG source (SPEC T3)."""
+
+    default_code = "SOURCE_NOT_ALLOWED"
+
+    def __init__(self, source: str) -> None:
+        super().__init__(f"RAG source '{source}' is not allowed for this tenant.")
+
+
+class PayloadTooLarge(drf.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Request body is too large."
+    default_code = "PAYLOAD_TOO_LARGE"
+
+
+# rag_plugin errors, most specific first: (class, HTTP status, API code).
+RAG_ERRORS: tuple[tuple[type[rag.RagError], int, str], ...] = (
+    (rag.CollectionExistsError, 409, "CONFLICT"),
+    (rag.EmbeddingInputError, 502, "EXTERNAL_SERVICE_ERROR"),
+    (rag.EmbeddingRateLimitedError, 503, "EXTERNAL_SERVICE_ERROR"),
+    (rag.EmbeddingError, 502, "EXTERNAL_SERVICE_ERROR"),
+    (rag.InvalidInputError, 400, "INVALID_INPUT"),
+    (rag.NotFoundError, 404, "NOT_FOUND"),
+    (rag.ConfigurationError, 500, "CONFIGURATION_ERROR"),
+    (rag.StoreError, 500, "DATABASE_ERROR"),
+    (rag.RagError, 500, "INTERNAL_ERROR"),
+)
+
+# DRF errors: (class, API code); the status is the exception's own.
+DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
+    (SourceNotAllowed, "FORBIDDEN"),
+    (PayloadTooLarge, "PAYLOAD_TOO_LARGE"),
+    (drf.NotAuthenticated, "AUTHENTICATION_FAILED"),
+    (drf.AuthenticationFailed, "AUTHENTICATION_FAILED"),
+    (drf.PermissionDenied, "FORBIDDEN"),
+    (drf.Throttled, "RATE_LIMITED"),
+    (drf.NotFound, "NOT_FOUND"),
+    (drf.MethodNotAllowed, "METHOD_NOT_ALLOWED"),
+    (drf.UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"),
+    (drf.NotAcceptable, "NOT_ACCEPTABLE"),
+    (drf.ParseError, "INVALID_INPUT"),
+    (drf.ValidationError, "INVALID_INPUT"),
+)
+
+
+def error_body(message: str, code: str) -> dict[str, str]:
+    return {"error": message, "code": code}
+
+
+def _first_message(detail: Any, path: str = "") -> str:
+    """Flatten DRF's nested validation detail into one sentence naming the field."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            field = key if key != "non_field_errors" else ""
+            return _first_message(value, f"{path}.{field}" if path and field else path or field)
+        return "Invalid input."
+    if isinstance(detail, list):
+        for index, value in enumerate(detail):
+            if isinstance(value, dict | list) and path:
+                return _first_message(value, f"{path}[{index}]")
+            return _first_message(value, path)
+        return "Invalid input."
+    text = str(detail)
+    return f"{path}: {text}" if path else text
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Render every API error as ``{"error", "code"}`` with the contract's status."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    if isinstance(exc, Http404):
+        exc = drf.NotFound(str(exc) or "Not found.")
+    if isinstance(exc, rag.RagError):
+        for cls, status_code, code in RAG_ERRORS:
+            if isinstance(exc, cls):
+                if status_code >= 500:
+                    logger.error("rag error on %s: %s", context.get("view"), exc, exc_info=exc)
+                return Response(error_body(str(exc), code), status=status_code)
+    response = drf_exception_handler(exc, context)
+    if response is None or not isinstance(exc, drf.APIException):
+        return response
+    code = next((c for cls, c in DRF_CODES if isinstance(exc, cls)), "INTERNAL_ERROR")
+    if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
+        message = f"Unauthorized: {exc.detail}"
+    else:
+        message = _first_message(exc.detail)
+    response.data = error_body(message, code)
+    return response
+
+
+def json_error(message: str, code: str, status_code: int) -> JsonResponse:
+    """The same body for errors raised outside DRF (middleware, Django's handlers)."""
+    return JsonResponse(error_body(message, code), status=status_code)

@@ -1,0 +1,209 @@
+"""Request and response shapes of the REST API (also the source of the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_plugin.search import SearchStrategy
+from rest_framework import serializers
+
+from portal.api.fields import (
+    InputSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+)
+from rag_plugin.chunking import ChunkingStrategy
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, validate_collection_name
+
+MAX_QUERY_CHARS = 10_000
+MAX_TAGS = 50
+
+
+def _collection_name(value: str) -> str:
+    try:
+        return validate_collection_name(value)
+    except InvalidInputError as exc:
+        raise serializers.ValidationError(str(exc)) from None
+
+
+class CollectionField(StrictCharField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            max_length=MAX_COLLECTION_NAME_LENGTH, validators=[_collection_name], **kwargs
+        )
+
+
+class LoginInput(InputSerializer):
+    username = StrictCharField(required=False, max_length=150)
+    email = StrictCharField(required=False, max_length=254)
+    password = StrictCharField(max_length=1024, trim_whitespace=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs.get("username") and not attrs.get("email"):
+            raise serializers.ValidationError({"username": ["Give a username or an email."]})
+        return attrs
+
+
+class LoginOutput(serializers.Serializer):  # type: ignore[type-arg]
+    access_token = serializers.CharField()
+    token_type = serializers.CharField()
+    expires_in = serializers.IntegerField()
+
+
+class IngestInput(InputSerializer):
+    collection = CollectionField()
+    content = StrictCharField(trim_whitespace=False)
+    title = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
+    source = StrictCharField(required=False, allow_blank=True, max_length=1000, default="")
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=100), required=False, max_length=MAX_TAGS, default=list
+    )
+    chunking_strategy = StrictCharField(required=False, allow_null=True, default=None)
+    shared = StrictBooleanField(required=False, default=False)
+
+    def validate_chunking_strategy(self, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return str(ChunkingStrategy.parse(value))
+        except InvalidInputError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class IngestOutput(serializers.Serializer):  # type: ignore[type-arg]
+    chunks_created = serializers.IntegerField()
+    document_ids = serializers.ListField(child=serializers.CharField())
+    document_id = serializers.CharField()
+    collection = serializers.CharField()
+
+
+class SearchInput(InputSerializer):
+    collection = CollectionField()
+    query = StrictCharField(max_length=MAX_QUERY_CHARS)
+    limit = StrictIntegerField(required=False, default=10, min_value=1, max_value=1000)
+    strategy = StrictCharField(required=False, allow_null=True, default=None)
+    threshold = StrictFloatField(required=False, default=0.0)
+    rerank = StrictBooleanField(required=False, default=False)
+    correct_typos = StrictBooleanField(required=False, default=False)
+    shared = StrictBooleanField(required=False, default=False)
+
+    def validate_strategy(self, value: str | None) -> SearchStrategy:
+        try:
+            return SearchStrategy.parse(value) if value is not None else SearchStrategy.SEMANTIC
+        except InvalidInputError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def validate_rerank(self, value: bool) -> bool:
+        if value:
+            raise serializers.ValidationError(
+                "Reranking is not available on this endpoint yet; send rerank=false."
+            )
+        return value
+
+
+class ChunkMetadataOutput(serializers.Serializer):  # type: ignore[type-arg]
+    title = serializers.CharField()
+    source = serializers.CharField()
+    created_at = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    document_id = serializers.CharField()
+    chunk_index = serializers.IntegerField()
+    start_offset = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+
+
+class SearchResultOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    content = serializers.CharField()
+    score = serializers.FloatField()
+    normalized_score = serializers.FloatField(allow_null=True)
+    metadata = ChunkMetadataOutput()
+
+
+class CorrectionOutput(serializers.Serializer):  # type: ignore[type-arg]
+    original = serializers.CharField()
+    corrected = serializers.CharField()
+    distance = serializers.IntegerField()
+
+
+class SearchOutput(serializers.Serializer):  # type: ignore[type-arg]
+    results = SearchResultOutput(many=True)
+    total = serializers.IntegerField()
+    strategy = serializers.CharField()
+    reranked = serializers.BooleanField()
+    duration_ms = serializers.FloatField()
+    corrected_query = serializers.CharField(allow_null=True)
+    corrections = CorrectionOutput(many=True)
+
+
+class CollectionOutput(serializers.Serializer):  # type: ignore[type-arg]
+    name = serializers.CharField()
+    document_count = serializers.IntegerField()
+    chunk_count = serializers.IntegerField()
+    dimensions = serializers.IntegerField()
+
+
+class CollectionDeleteInput(InputSerializer):
+    collection = CollectionField()
+    shared = StrictBooleanField(required=False, default=False)
+
+
+class CollectionDeleteOutput(serializers.Serializer):  # type: ignore[type-arg]
+    success = serializers.BooleanField()
+    collection = serializers.CharField()
+    documents_deleted = serializers.IntegerField()
+
+
+class DocumentOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    collection = serializers.CharField()
+    source = serializers.CharField()
+    title = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    content_hash = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    chunk_count = serializers.IntegerField()
+
+
+class ChunkOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    index = serializers.IntegerField()
+    content = serializers.CharField()
+    start_offset = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+
+
+class DocumentDetailOutput(DocumentOutput):
+    chunks = ChunkOutput(many=True)
+
+
+class DocumentListOutput(serializers.Serializer):  # type: ignore[type-arg]
+    collection = serializers.CharField()
+    documents = DocumentOutput(many=True)
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
+class DocumentDeleteOutput(serializers.Serializer):  # type: ignore[type-arg]
+    success = serializers.BooleanField()
+    document_id = serializers.CharField()
+    collection = serializers.CharField()
+
+
+class ErrorOutput(serializers.Serializer):  # type: ignore[type-arg]
+    error = serializers.CharField()
+    code = serializers.CharField()
+
+
+class SharedQuery(serializers.Serializer):  # type: ignore[type-arg]
+    """Query-string flag: act on the tenant-shared collections instead of the caller's own."""
+
+    shared = serializers.BooleanField(required=False, default=False)
+
+
+class PageInput(SharedQuery):
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
+    offset = serializers.IntegerField(required=False, default=0, min_value=0)

@@ -1,0 +1,22 @@
+"""Routes of the REST API (mounted under /api/ on every tenant host)."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal.api import views
+
+urlpatterns = [
+    path("auth/login", views.LoginView.as_view(), name="api-login"),
+    path("rag/ingest", views.IngestView.as_view(), name="api-ingest"),
+    path("rag/search", views.SearchView.as_view(), name="api-search"),
+    path("rag/collections", views.CollectionListView.as_view(), name="api-collections"),
+    path("rag/collection", views.CollectionDeleteView.as_view(), name="api-collection-delete"),
+    path(
+        "rag/collections/<str:collection>/documents",
+        views.DocumentListView.as_view(),
+        name="api-documents",
+    ),
+    path("rag/documents/<str:document_id>", views.DocumentView.as_view(), name="api-document"),
+    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

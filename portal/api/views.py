@@ -1,0 +1,257 @@
+"""Thin API views: parse the body, call one service or selector, render the result."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.contrib.auth import authenticate, get_user_model
+from django.db import connection
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api import serializers as s
+from portal.api.throttling import LoginRateThrottle
+from portal.api.tokens import issue_token
+from portal.rag import selectors, services
+from rag_plugin.engine import SearchHit
+from rag_plugin.stores.base import ChunkRecord, DocumentRecord
+
+
+def _shared(request: Request) -> bool:
+    query = s.SharedQuery(data=request.query_params.dict())
+    query.is_valid(raise_exception=True)
+    return bool(query.validated_data["shared"])
+
+
+ERRORS = dict.fromkeys((400, 401, 403, 404, 413, 429), s.ErrorOutput)
+
+
+def _document(document: DocumentRecord) -> dict[str, Any]:
+    return {
+        "id": document.id,
+        "collection": document.collection,
+        "source": document.source,
+        "title": document.title,
+        "tags": list(document.tags),
+        "content_hash": document.content_hash,
+        "created_at": document.created_at,
+        "chunk_count": document.chunk_count,
+    }
+
+
+def _chunk(chunk: ChunkRecord) -> dict[str, Any]:
+    return {
+        "id": chunk.id,
+        "index": chunk.index,
+        "content": chunk.content,
+        "start_offset": chunk.start_offset,
+        "end_offset": chunk.end_offset,
+    }
+
+
+def _hit(hit: SearchHit) -> dict[str, Any]:
+    chunk = hit.chunk
+    metadata = {
+        "title": chunk.metadata.get("title", ""),
+        "source": chunk.metadata.get("source", ""),
+        "created_at": chunk.metadata.get("created_at", ""),
+        "tags": list(chunk.metadata.get("tags", [])),
+        "document_id": chunk.document_id,
+        "chunk_index": chunk.index,
+        "start_offset": chunk.start_offset,
+        "end_offset": chunk.end_offset,
+    }
+    return {
+        "id": chunk.id,
+        "content": chunk.content,
+        "score": hit.score,
+        "normalized_score": hit.normalized_score,
+        "metadata": metadata,
+    }
+
+
+class LoginView(APIView):
+    """Exchange a tenant user's credentials for a bearer token (SPEC A1)."""
+
+    permission_classes = (AllowAny,)
+    authentication_classes = ()
+    throttle_classes = (LoginRateThrottle,)
+
+    @extend_schema(request=s.LoginInput, responses={200: s.LoginOutput, **ERRORS})
+    def post(self, request: Request) -> Response:
+        body = s.LoginInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        username = body.validated_data.get("username")
+        if not username:
+            match = (
+                get_user_model()
+                .objects.filter(email__iexact=body.validated_data["email"])
+                .order_by("pk")
+                .first()
+            )
+            username = match.get_username() if match else None
+        user = (
+            authenticate(request, username=username, password=body.validated_data["password"])
+            if username
+            else None
+        )
+        if user is None:
+            raise AuthenticationFailed("Invalid username or password.")
+        token = issue_token(user=user, schema_name=connection.schema_name)  # type: ignore[attr-defined]
+        return Response(s.LoginOutput(token).data)
+
+
+class IngestView(APIView):
+    """Chunk, embed and store one document in a collection of the caller (SPEC A2)."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(request=s.IngestInput, responses={200: s.IngestOutput, **ERRORS})
+    def post(self, request: Request) -> Response:
+        body = s.IngestInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        ingested = services.document_ingest(user=request.user, **body.validated_data)
+        result = ingested.result
+        return Response(
+            s.IngestOutput(
+                {
+                    "chunks_created": len(result.chunks),
+                    "document_ids": result.chunk_ids,
+                    "document_id": result.document.id,
+                    "collection": ingested.collection,
+                }
+            ).data
+        )
+
+
+class SearchView(APIView):
+    """Search one collection of the caller with any strategy (SPEC A3)."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(request=s.SearchInput, responses={200: s.SearchOutput, **ERRORS})
+    def post(self, request: Request) -> Response:
+        started = time.perf_counter()
+        body = s.SearchInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        data.pop("rerank")
+        outcome = selectors.rag_search(user=request.user, **data)
+        results = [_hit(hit) for hit in outcome.hits]
+        return Response(
+            {
+                "results": results,
+                "total": len(results),
+                "strategy": str(outcome.strategy),
+                "reranked": False,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "corrected_query": outcome.corrected_query,
+                "corrections": [
+                    {"original": c.original, "corrected": c.corrected, "distance": c.distance}
+                    for c in outcome.corrections
+                ],
+            }
+        )
+
+
+SHARED_PARAM = OpenApiParameter(
+    "shared", bool, description="List the tenant-shared collections instead of your own."
+)
+
+
+class CollectionListView(APIView):
+    """The caller's collections whose source is enabled (SPEC A4)."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(parameters=[SHARED_PARAM], responses={200: s.CollectionOutput(many=True)})
+    def get(self, request: Request) -> Response:
+        shared = _shared(request)
+        collections = selectors.collection_list(user=request.user, shared=shared)
+        return Response(
+            [
+                {
+                    "name": c.name,
+                    "document_count": c.document_count,
+                    "chunk_count": c.chunk_count,
+                    "dimensions": c.dimensions,
+                }
+                for c in collections
+            ]
+        )
+
+
+class CollectionDeleteView(APIView):
+    """Delete a collection of the caller with all its documents (SPEC A4)."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(
+        request=s.CollectionDeleteInput, responses={200: s.CollectionDeleteOutput, **ERRORS}
+    )
+    def delete(self, request: Request) -> Response:
+        body = s.CollectionDeleteInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        deleted = services.collection_delete(user=request.user, **body.validated_data)
+        return Response(
+            {
+                "success": True,
+                "collection": body.validated_data["collection"],
+                "documents_deleted": deleted,
+            }
+        )
+
+
+class DocumentListView(APIView):
+    """The documents of one collection, newest first."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(
+        parameters=[
+            SHARED_PARAM,
+            OpenApiParameter("limit", int, description="1-1000, default 100."),
+            OpenApiParameter("offset", int, description="Default 0."),
+        ],
+        responses={200: s.DocumentListOutput, **ERRORS},
+    )
+    def get(self, request: Request, collection: str) -> Response:
+        page = s.PageInput(data=request.query_params.dict())
+        page.is_valid(raise_exception=True)
+        documents = selectors.document_list(
+            user=request.user, collection=collection, **page.validated_data
+        )
+        return Response(
+            {
+                "collection": collection,
+                "documents": [_document(d) for d in documents],
+                "limit": page.validated_data["limit"],
+                "offset": page.validated_data["offset"],
+            }
+        )
+
+
+class DocumentView(APIView):
+    """One document of the caller, with its chunks; or its deletion."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(parameters=[SHARED_PARAM], responses={200: s.DocumentDetailOutput, **ERRORS})
+    def get(self, request: Request, document_id: str) -> Response:
+        shared = _shared(request)
+        found = selectors.document_find(user=request.user, document_id=document_id, shared=shared)
+        chunks = selectors.document_chunks(found=found)
+        return Response({**_document(found.document), "chunks": [_chunk(c) for c in chunks]})
+
+    @extend_schema(parameters=[SHARED_PARAM], responses={200: s.DocumentDeleteOutput, **ERRORS})
+    def delete(self, request: Request, document_id: str) -> Response:
+        shared = _shared(request)
+        collection = services.document_delete(
+            user=request.user, document_id=document_id, shared=shared
+        )
+        return Response({"success": True, "document_id": document_id, "collection": collection})

@@ -1,0 +1,84 @@
+"""Process-wide RAG resources: one connection pool, a store per tenant schema, the embedder.
+
+The store and the embedding cache use their own psycopg pool (not Django's connection) because
+an ingest is one store transaction of its own; the pool is built from Django's database settings
+so both always talk to the same database (the test database under pytest).
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool
+
+from rag_plugin.embedding import Embedder, FastEmbedEmbedder
+from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
+
+_ensured_schemas: set[str] = set()
+_ensure_lock = threading.Lock()
+
+
+def _conninfo() -> str:
+    db = connection.settings_dict
+    params: dict[str, Any] = {
+        "dbname": db["NAME"],
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+        **db.get("OPTIONS", {}),
+    }
+    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+
+
+@cache
+def pool() -> ConnectionPool[Any]:
+    """The process's pool of connections for stores and embedding caches."""
+    size = int(settings.RAG["POOL_MAX_SIZE"])
+    return ConnectionPool(
+        _conninfo(),
+        min_size=1,
+        max_size=size,
+        kwargs={"autocommit": True},
+        open=True,
+        name="portal-rag",
+    )
+
+
+def store_for(schema_name: str) -> PostgresStore:
+    """The RAG store of one tenant schema (tables created or migrated once per process)."""
+    store = PostgresStore(pool(), schema=schema_name, create_schema=False, **settings.RAG["HNSW"])
+    if schema_name not in _ensured_schemas:
+        with _ensure_lock:
+            if schema_name not in _ensured_schemas:
+                store.ensure_schema()
+                _ensured_schemas.add(schema_name)
+    return store
+
+
+def embedder_for(schema_name: str) -> Embedder:
+    """The deployment's embedder, with the tenant's persistent embedding cache (E7)."""
+    store_for(schema_name)  # makes sure the cache table exists
+    embedding_cache = PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
+    backend = settings.RAG["EMBEDDER"]
+    if backend == "fastembed":
+        return FastEmbedEmbedder(settings.RAG["EMBEDDING_MODEL"] or None, cache=embedding_cache)
+    if backend == "fake":
+        from rag_plugin.testing import FakeEmbedder
+
+        return FakeEmbedder(int(settings.RAG["FAKE_DIMENSIONS"]), cache=embedding_cache)
+    if backend == "http":
+        from rag_plugin.embedding.http import HttpEmbedder
+
+        return HttpEmbedder(
+            settings.RAG["EMBEDDING_URL"], settings.RAG["EMBEDDING_MODEL"], cache=embedding_cache
+        )
+    raise ConfigurationError(
+        f"Unknown RAG_EMBEDDER: {backend}. Use: fastembed, http, fake (fake is for tests)."
+    )

@@ -1,0 +1,117 @@
+"""Login, tokens and throttling (SPEC A1, T2)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django_tenants.utils import schema_context
+
+from portal.api.throttling import LoginRateThrottle
+from portal.api.tokens import issue_token, user_for_token
+from tests.conftest import PortalServer
+
+ACME = "acme.localhost"
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [{"username": "alice"}, {"email": "alice@acme.test"}, {"email": "ALICE@acme.test"}],
+)
+def test_login_by_username_or_email_returns_a_bearer_token(
+    portal_server: PortalServer, credentials: dict[str, str]
+) -> None:
+    with portal_server.client(ACME) as client:
+        response = client.post(
+            "/api/auth/login", json={**credentials, "password": portal_server.password}
+        )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["token_type"] == "Bearer"
+    assert body["expires_in"] == 12 * 3600
+    with portal_server.client(ACME, body["access_token"]) as client:
+        assert client.get("/api/rag/collections").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"username": "alice", "password": "wrong"},
+        {"username": "nobody", "password": "whatever"},
+        {"email": "nobody@acme.test", "password": "whatever"},
+    ],
+)
+def test_bad_credentials_get_401(portal_server: PortalServer, body: dict[str, str]) -> None:
+    with portal_server.client(ACME) as client:
+        response = client.post("/api/auth/login", json=body)
+    assert response.status_code == 401
+    assert response.json() == {
+        "error": "Unauthorized: Invalid username or password.",
+        "code": "AUTHENTICATION_FAILED",
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"password": "x"}, "username"),
+        ({"username": "alice"}, "password"),
+        ({"username": 5, "password": "x"}, "username"),
+    ],
+)
+def test_incomplete_login_bodies_get_400(
+    portal_server: PortalServer, body: dict[str, object], named: str
+) -> None:
+    with portal_server.client(ACME) as client:
+        response = client.post("/api/auth/login", json=body)
+    assert response.status_code == 400
+    assert named in response.json()["error"]
+
+
+def test_the_public_host_has_no_api(portal_server: PortalServer) -> None:
+    with portal_server.client("localhost") as client:
+        response = client.post("/api/auth/login", json={"username": "a", "password": "b"})
+    assert response.status_code == 404
+
+
+@pytest.mark.django_db
+def test_token_is_bound_to_the_tenant_and_the_password(demo_tenants: object) -> None:
+    from tenants.services import user_ensure
+
+    user_ensure(schema_name="acme", username="tokens", password="first-pass-123")
+    with schema_context("acme"):
+        from django.contrib.auth import get_user_model
+
+        user = get_user_model().objects.get(username="tokens")
+        token = issue_token(user=user, schema_name="acme").access_token
+        assert user_for_token(token=token, schema_name="acme") == user
+        assert user_for_token(token=token, schema_name="globex") is None
+        user.set_password("second-pass-456")
+        user.save()
+        assert user_for_token(token=token, schema_name="acme") is None
+
+
+@pytest.mark.django_db
+def test_login_attempts_are_throttled_per_tenant_and_address(
+    demo_tenants: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.core.cache import cache
+
+    cache.clear()
+    monkeypatch.setattr(LoginRateThrottle, "rate", "3/minute")
+    client = Client(HTTP_HOST=ACME)
+    statuses = [
+        client.post(
+            "/api/auth/login",
+            {"username": "ghost", "password": "x"},
+            content_type="application/json",
+        ).status_code
+        for _ in range(4)
+    ]
+    connection.set_schema_to_public()
+    other_tenant = Client(HTTP_HOST="globex.localhost").post(
+        "/api/auth/login", {"username": "ghost", "password": "x"}, content_type="application/json"
+    )
+
+    assert statuses == [401, 401, 401, 429]
+    assert other_tenant.status_code == 401

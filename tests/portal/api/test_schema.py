@@ -1,0 +1,35 @@
+"""The OpenAPI schema and docs match the server (SPEC A6)."""
+
+from __future__ import annotations
+
+from tests.conftest import PortalServer
+
+ACME = "acme.localhost"
+
+
+def test_openapi_schema_lists_every_route_with_its_methods(portal_server: PortalServer) -> None:
+    with portal_server.client(ACME) as client:
+        response = client.get("/api/schema", headers={"Accept": "application/json"})
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    methods = {path: set(ops) & {"get", "post", "delete"} for path, ops in schema["paths"].items()}
+    assert methods == {
+        "/api/auth/login": {"post"},
+        "/api/rag/ingest": {"post"},
+        "/api/rag/search": {"post"},
+        "/api/rag/collections": {"get"},
+        "/api/rag/collection": {"delete"},
+        "/api/rag/collections/{collection}/documents": {"get"},
+        "/api/rag/documents/{document_id}": {"get", "delete"},
+    }
+    ingest = schema["components"]["schemas"]["IngestInput"]
+    assert set(ingest["required"]) == {"collection", "content"}
+    assert "bearerAuth" in schema["components"]["securitySchemes"]
+
+
+def test_interactive_docs_are_served(portal_server: PortalServer) -> None:
+    with portal_server.client(ACME) as client:
+        response = client.get("/api/docs")
+    assert response.status_code == 200
+    assert "swagger" in response.text.lower()

@@ -1,0 +1,108 @@
+"""The tenant admin in a real headless Chromium (SPEC T3, T5).
+
+Playwright's sync API keeps an event loop in this thread; the tests therefore talk to the
+separate gunicorn server (``portal_server``) and never touch the ORM while a page is open.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.conftest import PortalServer
+
+pytestmark = pytest.mark.browser
+
+ACME = "acme.localhost"
+
+
+def login(page: Any, server: PortalServer, username: str) -> None:
+    page.goto(f"{server.url_for(ACME)}/admin/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", server.password)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#user-tools")
+
+
+def search_status(server: PortalServer, source: str) -> int:
+    with server.api(ACME, "alice") as api:
+        return api.post("/api/rag/search", json={"collection": source, "query": "x"}).status_code
+
+
+def test_admin_allowlists_a_source_then_disables_it_and_the_api_follows(
+    page: Any, portal_server: PortalServer
+) -> None:
+    source = f"web_{uuid.uuid4().hex[:8]}"
+    text = "Notes about browser driven administration of the allowlist. " * 3
+    # Default deny: nothing is allowed before the admin acts.
+    with portal_server.api(ACME, "alice") as api:
+        denied = api.post("/api/rag/ingest", json={"collection": source, "content": text})
+    assert denied.status_code == 403
+
+    login(page, portal_server, "admin")
+    page.goto(f"{portal_server.url_for(ACME)}/admin/tenants/ragsource/add/")
+    page.fill("#id_name", source)
+    page.fill("#id_note", "added from the browser test")
+    page.click("input[name=_save]")
+    page.wait_for_selector(".messagelist .success")
+    assert source in page.inner_text("#result_list")
+
+    with portal_server.api(ACME, "alice") as api:
+        allowed = api.post("/api/rag/ingest", json={"collection": source, "content": text})
+    assert allowed.status_code == 200, allowed.text
+    assert search_status(portal_server, source) == 200
+
+    # Disable it from the change list (list_editable "enabled" checkbox).
+    row = page.locator("#result_list tr", has_text=source)
+    row.locator("input[type=checkbox][name$='-enabled']").uncheck()
+    page.click("input[name=_save]")
+    page.wait_for_selector(".messagelist .success")
+    assert search_status(portal_server, source) == 403
+
+    page.goto(f"{portal_server.url_for(ACME)}/admin/tenants/ragsource/?q={source}")
+    assert "admin" in page.inner_text("#result_list")  # who changed it is recorded
+
+
+def test_admin_browses_and_deletes_documents_and_collections(
+    page: Any, portal_server: PortalServer
+) -> None:
+    text = "The admin can read every chunk of this document with its offsets. " * 3
+    with portal_server.api(ACME, "alice") as api:
+        ingested = api.post(
+            "/api/rag/ingest",
+            json={
+                "collection": "docs",
+                "content": text,
+                "title": "Admin view doc",
+                "source": f"admin-{uuid.uuid4().hex[:6]}.md",
+            },
+        ).json()
+    document_id = ingested["document_id"]
+
+    login(page, portal_server, "admin")
+    page.click("#rag-data-link")
+    page.wait_for_selector("#rag-collections")
+    row = page.locator("#rag-collections tr", has_text="alice")
+    row.locator("a", has_text="docs").click()
+    page.wait_for_selector("#rag-documents")
+    page.click("text=Admin view doc")
+    page.wait_for_selector("#rag-chunks")
+    assert "The admin can read every chunk" in page.inner_text("#rag-chunks")
+
+    page.go_back()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click(f"input[name='delete-{document_id}']")
+    page.wait_for_selector(".messagelist .success")
+    with portal_server.api(ACME, "alice") as api:
+        assert api.get(f"/api/rag/documents/{document_id}").status_code == 404
+
+
+def test_a_plain_user_cannot_open_the_admin(page: Any, portal_server: PortalServer) -> None:
+    page.goto(f"{portal_server.url_for(ACME)}/admin/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", portal_server.password)
+    page.click("input[type=submit]")
+    assert "staff account" in page.inner_text(".errornote")
+    assert page.url.endswith("/admin/login/")
