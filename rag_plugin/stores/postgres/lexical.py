@@ -11,32 +11,30 @@ Fuzzy (exact scores, approximate candidate set): :func:`~rag_plugin.lexical.fuzz
 compares query words with a chunk's *whitespace* words, while the database indexes *analyzer
 tokens*. Candidates are the chunks holding a vocabulary term within ``max_distance`` edits of a
 query word or of one of its tokens; SQL pre-ranks them by the same formula applied to those
-terms and Python scores the best ``max(4n, n + 50)`` exactly with ``fuzzy_score``. A chunk
+terms and Python scores the best ``max(2n, n + 20)`` exactly with ``fuzzy_score``. A chunk
 whose only match is a whitespace word that shares no close token with the query (e.g. a query
 word glued to punctuation on both sides, or a stopword dropped by a language analyzer) can be
 missed, where the in-memory index, which scores every chunk, finds it.
 
-Correction: the vocabulary table holds each term with its df; candidates within the length
-bound are fetched and :func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks, so the
-tie-breaking is the in-memory index's.
+Correction (exact): the vocabulary table holds each term with its df; SQL returns every term
+that can be within ``max_distance`` edits of a query word (length window plus the partition
+lemma, see ``_pieces``) and :func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks among
+them with the in-memory index's tie-breaking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
 
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, bm25_term_score
-from rag_plugin.lexical.fuzzy import (
-    DEFAULT_MAX_DISTANCE,
-    correct_word_against,
-    fuzzy_score,
-    word_similarity,
-)
+from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, correct_word_against, fuzzy_score
 from rag_plugin.stores.base import Correction, QueryCorrection, ScoredChunk
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 
@@ -62,61 +60,50 @@ def bm25_search(
     n: int,
     filters: str | None,
 ) -> list[ScoredChunk]:
-    """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
+    """Top ``n`` chunks by BM25 over the whole collection; only scores > 0.
+
+    MaxScore pruning keeps common terms cheap without changing the answer: candidates are
+    the chunks holding one of the rarest ("essential") query terms, scored on every query
+    term. A chunk holding only the other terms scores at most the sum of their upper bounds
+    ``qtf·idf·(k1+1)``; while that sum is below the k-th candidate's score no such chunk can
+    enter the top k. Otherwise the next rarest term becomes essential, up to all of them.
+    """
     tokens = get_analyzer(row.info.analyzer).tokens(query)
     if not tokens or row.chunk_count == 0:
-        return []
-    terms = sorted(set(tokens))
-    k1, b = DEFAULT_K1, DEFAULT_B
-    where = tables(_FILTER) if filters else sql.SQL("")
-    rows = conn.execute(
-        tables(
-            "WITH q AS ("
-            "  SELECT v.term, v.df, u.qtf,"
-            "   ln((%(N)s::float8 - v.df + 0.5) / (v.df + 0.5) + 1.0) AS idf"
-            "  FROM {vocabulary} v JOIN unnest(%(terms)s::text[], %(qtf)s::integer[])"
-            "   AS u(term, qtf) ON v.term = u.term"
-            "  WHERE v.collection_id = %(coll)s),"
-            " scored AS MATERIALIZED ("
-            "  SELECT p.chunk_id, array_agg(p.term) AS terms, array_agg(p.tf) AS tfs,"
-            "   sum(q.qtf * q.idf * p.tf * (%(k1)s + 1.0)"
-            "    / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / %(avgdl)s))) AS score"
-            "  FROM {postings} p JOIN q ON p.term = q.term"
-            "  WHERE p.collection_id = %(coll)s{where}"
-            "  GROUP BY p.chunk_id),"
-            " cut AS (SELECT score FROM scored ORDER BY score DESC LIMIT 1 OFFSET %(k)s - 1)"
-            " SELECT {chunk_columns}, c.token_count, s.terms, s.tfs"
-            " FROM scored s JOIN {chunks} c ON c.id = s.chunk_id"
-            " WHERE s.score >= coalesce((SELECT score FROM cut), '-infinity')"
-            " ORDER BY s.score DESC, c.chunk_key LIMIT %(k)s",
-            where=where,
-        ),
-        {
-            "N": row.chunk_count,
-            "terms": terms,
-            "qtf": [tokens.count(t) for t in terms],
-            "coll": row.id,
-            "filters": filters,
-            "k1": k1,
-            "b": b,
-            "avgdl": row.average_length,
-            "k": _margin(n),
-        },
-    ).fetchall()
-    if not rows:
         return []
     df = dict(
         conn.execute(
             tables("SELECT term, df FROM {vocabulary} WHERE collection_id = %s AND term = ANY(%s)"),
-            (row.id, terms),
+            (row.id, sorted(set(tokens))),
         ).fetchall()
     )
-    idf = {term: bm25_idf(row.chunk_count, df.get(term, 0)) for term in terms}
+    if not df:
+        return []
+    k1, b = DEFAULT_K1, DEFAULT_B
+    idf = {term: bm25_idf(row.chunk_count, df[term]) for term in df}
+    weight = {term: tokens.count(term) * idf[term] for term in df}
+    rarest_first = sorted(df, key=lambda term: (df[term], term))
+    k = _margin(n)
+    # Start with enough essential terms to reach k postings: fewer cannot give a threshold.
+    first, postings = len(rarest_first), 0
+    for index, term in enumerate(rarest_first, start=1):
+        postings += df[term]
+        if postings >= k:
+            first = index
+            break
+    rows: list[tuple[Any, ...]] = []
+    for split in range(first, len(rarest_first) + 1):
+        rows = _bm25_candidates(conn, tables, row, rarest_first[:split], weight, k, filters)
+        rest_bound = sum(weight[term] * (k1 + 1.0) for term in rarest_first[split:])
+        threshold = rows[-1][-1] if len(rows) >= k else None
+        # The relative margin covers the last bits SQL's float sums may differ by.
+        if rest_bound == 0.0 or (threshold is not None and rest_bound < threshold * (1 - 1e-9)):
+            break
     avgdl = row.average_length
     hits: list[ScoredChunk] = []
     for r in rows:
-        tf = dict(zip(r[-2], r[-1], strict=True))
-        length = int(r[-3])
+        tf = dict(zip(r[-3], r[-2], strict=True))
+        length = int(r[-4])
         score = 0.0
         # Query terms with repetition, in query order, as Bm25Index adds them.
         for token in tokens:
@@ -128,26 +115,116 @@ def bm25_search(
     return hits[:n]
 
 
+def _bm25_candidates(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    essential: list[str],
+    weight: dict[str, float],
+    k: int,
+    filters: str | None,
+) -> list[tuple[Any, ...]]:
+    """The top ``k`` chunks holding an essential term (plus ties), by SQL's BM25 sum.
+
+    Each row is the chunk's columns, its length, its query terms and their tfs, and the score.
+    The essential terms' postings are read in full; the other terms are looked up per
+    candidate in the primary key (the ``OFFSET 0`` keeps the planner from turning those
+    probes into a scan of the common terms' long posting lists).
+    """
+    terms = sorted(weight)
+    rest = [term for term in terms if term not in essential]
+    other = (
+        " UNION ALL SELECT o.* FROM (SELECT DISTINCT chunk_id FROM ess) AS cand"
+        " CROSS JOIN LATERAL (SELECT p.chunk_id, p.term, p.tf, p.dl FROM {postings} p"
+        "  WHERE p.collection_id = %(coll)s AND p.term = ANY(%(rest)s)"
+        "  AND p.chunk_id = cand.chunk_id OFFSET 0) AS o"
+        if rest
+        else ""
+    )
+    return conn.execute(
+        tables(
+            "WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[])"
+            "  AS u(term, w)),"
+            " ess AS MATERIALIZED (SELECT p.chunk_id, p.term, p.tf, p.dl FROM {postings} p"
+            "  WHERE p.collection_id = %(coll)s AND p.term = ANY(%(essential)s){where}),"
+            " hits AS (SELECT * FROM ess{other}),"
+            " scored AS MATERIALIZED ("
+            "  SELECT h.chunk_id, array_agg(h.term) AS terms, array_agg(h.tf) AS tfs,"
+            "   sum(q.w * h.tf * (%(k1)s + 1.0)"
+            "    / (h.tf + %(k1)s * (1.0 - %(b)s + %(b)s * h.dl / %(avgdl)s))) AS score"
+            "  FROM hits h JOIN q ON h.term = q.term GROUP BY h.chunk_id),"
+            " cut AS (SELECT score FROM scored ORDER BY score DESC LIMIT 1 OFFSET %(k)s - 1)"
+            " SELECT {chunk_columns}, c.token_count, s.terms, s.tfs, s.score"
+            " FROM scored s JOIN {chunks} c ON c.id = s.chunk_id"
+            " WHERE s.score >= coalesce((SELECT score FROM cut), '-infinity')"
+            " ORDER BY s.score DESC, c.chunk_key LIMIT %(k)s",
+            where=tables(_FILTER) if filters else sql.SQL(""),
+            other=tables(other) if rest else sql.SQL(""),
+        ),
+        {
+            "terms": terms,
+            "weights": [weight[t] for t in terms],
+            "essential": essential,
+            "rest": rest,
+            "coll": row.id,
+            "filters": filters,
+            "k1": DEFAULT_K1,
+            "b": DEFAULT_B,
+            "avgdl": row.average_length,
+            "k": k,
+        },
+    ).fetchall()
+
+
+def _pieces(word: str, max_distance: int) -> list[str]:
+    """``word`` cut into ``max_distance + 1`` parts; one survives any ``max_distance`` edits.
+
+    Each edit changes at most one part, so every string within the distance contains one of
+    them unchanged (the partition lemma): an exact filter for candidate terms. Words too short
+    to cut yield an empty part, which every term contains.
+    """
+    parts = max_distance + 1
+    if len(word) < parts:
+        return [""]
+    size, extra = divmod(len(word), parts)
+    pieces, start = [], 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        pieces.append(word[start:end])
+        start = end
+    return pieces
+
+
 def _near_terms(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    words: Iterable[str],
+    words: Collection[str],
     max_distance: int,
 ) -> dict[str, int]:
-    """Vocabulary terms whose length is within ``max_distance`` of a word's, with their df."""
-    lengths = sorted({len(word) for word in words})
+    """Every vocabulary term that may be within ``max_distance`` edits of a word, with its df.
+
+    A superset: the length window and the partition filter only drop terms that cannot be
+    that close, so the caller's exact distance check decides.
+    """
+    lengths = [len(word) for word in words]
     if not lengths:
         return {}
-    bounds = [(max(1, length - max_distance), length + max_distance) for length in lengths]
+    patterns = sorted(
+        {
+            "%" + piece.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            for word in words
+            for piece in _pieces(word, max_distance)
+        }
+    )
+    # One pass over the length window; a term passes if it holds a piece of any word, which
+    # is a superset of each word's own candidates (the caller checks distances exactly).
     found = conn.execute(
         tables(
-            "SELECT v.term, v.df FROM {vocabulary} v"
-            " JOIN unnest(%s::integer[], %s::integer[]) AS l(lo, hi)"
-            "  ON char_length(v.term) BETWEEN l.lo AND l.hi"
-            " WHERE v.collection_id = %s"
+            "SELECT term, df FROM {vocabulary} WHERE collection_id = %s"
+            " AND char_length(term) BETWEEN %s AND %s AND term LIKE ANY(%s)"
         ),
-        ([lo for lo, _ in bounds], [hi for _, hi in bounds], row.id),
+        (row.id, max(1, min(lengths) - max_distance), max(lengths) + max_distance, patterns),
     ).fetchall()
     return {term: int(df) for term, df in found}
 
@@ -189,14 +266,24 @@ def fuzzy_search(
     analyzer = get_analyzer(row.info.analyzer)
     probes = {i: {word, *analyzer.tokens(word)} for i, word in enumerate(words)}
     vocabulary = _near_terms(conn, tables, row, set().union(*probes.values()), DEFAULT_MAX_DISTANCE)
+    terms = list(vocabulary)
     positions: list[int] = []
     near: list[str] = []
     similarities: list[float] = []
     for i, variants in probes.items():
         best: dict[str, float] = {}
         for variant in variants:
-            for term in vocabulary:
-                similarity = word_similarity(variant, term, DEFAULT_MAX_DISTANCE)
+            # rapidfuzz's C loop finds the few terms within reach among possibly thousands.
+            for term, distance, _ in process.extract(
+                variant,
+                terms,
+                scorer=Levenshtein.distance,
+                score_cutoff=DEFAULT_MAX_DISTANCE,
+                limit=None,
+            ):
+                # The seed's word similarity, used here only to pre-rank candidates.
+                longest = max(len(variant.encode()), len(term.encode()))
+                similarity = 1.0 - distance / longest
                 if similarity > best.get(term, 0.0):
                     best[term] = similarity
         for term, similarity in best.items():
@@ -213,9 +300,12 @@ def fuzzy_search(
             " best AS (SELECT p.chunk_id, n.pos, max(n.sim) AS sim"
             "  FROM {postings} p JOIN near n ON p.term = n.term"
             "  WHERE p.collection_id = %(coll)s{where} GROUP BY p.chunk_id, n.pos),"
-            " ranked AS (SELECT chunk_id, sum(sim) * count(*) AS score FROM best"
-            "  GROUP BY chunk_id ORDER BY score DESC, chunk_id LIMIT %(k)s)"
-            " SELECT {chunk_columns} FROM ranked r JOIN {chunks} c ON c.id = r.chunk_id",
+            " ranked AS MATERIALIZED (SELECT chunk_id, sum(sim) * count(*) AS score FROM best"
+            "  GROUP BY chunk_id),"
+            " cut AS (SELECT score FROM ranked ORDER BY score DESC LIMIT 1 OFFSET %(k)s - 1)"
+            " SELECT {chunk_columns} FROM ranked r JOIN {chunks} c ON c.id = r.chunk_id"
+            " WHERE r.score >= coalesce((SELECT score FROM cut), '-infinity')"
+            " ORDER BY r.score DESC, c.chunk_key LIMIT %(k)s",
             where=where,
         ),
         {
@@ -224,7 +314,7 @@ def fuzzy_search(
             "sims": similarities,
             "coll": row.id,
             "filters": filters,
-            "k": max(4 * n, n + 50),
+            "k": max(2 * n, n + 20),
         },
     ).fetchall()
     hits = [
