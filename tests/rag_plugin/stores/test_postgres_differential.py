@@ -1,0 +1,144 @@
+"""PostgresStore's BM25 and fuzzy legs against the in-memory indexes on random corpora."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.lexical.bm25 import Bm25Index
+from rag_plugin.lexical.fuzzy import FuzzyIndex
+
+from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.testing import FakeEmbedder
+
+from .pg_helpers import statistics_mismatches
+from .store_contract import chunk_inputs
+
+SYLLABLES = ["ka", "lo", "mi", "ran", "te", "su", "vo", "nex", "pa", "dri", "ol", "ing"]
+GROUPS = ("red", "green", "blue")
+
+
+def make_vocabulary(rng: random.Random, size: int) -> list[str]:
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choices(SYLLABLES, k=rng.randint(1, 4))))
+    return sorted(words)
+
+
+def random_text(rng: random.Random, vocabulary: list[str], weights: list[float]) -> str:
+    return " ".join(rng.choices(vocabulary, weights=weights, k=rng.randint(3, 30)))
+
+
+@dataclass
+class Corpus:
+    """What the collection should hold: chunk id → (text, group)."""
+
+    chunks: dict[str, tuple[str, str]] = field(default_factory=dict)
+    documents: dict[str, list[str]] = field(default_factory=dict)  # source → chunk ids
+
+
+@pytest.fixture
+def store(dsn: str, pg_schema: str) -> Iterator[PostgresStore]:
+    store = PostgresStore(dsn, schema=pg_schema)
+    yield store
+    store.close()
+
+
+def ingest(
+    store: PostgresStore,
+    collection: CollectionInfo,
+    corpus: Corpus,
+    source: str,
+    texts: list[str],
+    groups: list[str],
+    embedder: FakeEmbedder,
+) -> None:
+    _, chunks = chunk_inputs(texts, embedder.embed(texts), [{"group": g} for g in groups])
+    record = store.upsert_document(collection, DocumentInput(source=source), chunks)
+    for old in corpus.documents.pop(source, []):
+        del corpus.chunks[old]
+    ids = [f"{record.id}_{i}" for i in range(len(texts))]
+    corpus.documents[source] = ids
+    corpus.chunks.update(zip(ids, zip(texts, groups, strict=True), strict=True))
+
+
+@pytest.fixture(params=["seed", "english"])
+def filled(
+    request: pytest.FixtureRequest, store: PostgresStore, dsn: str, pg_schema: str
+) -> tuple[CollectionInfo, Corpus, random.Random, list[str]]:
+    """300 random documents, then 60 deleted and 60 re-ingested with new text."""
+    analyzer: str = request.param
+    rng = random.Random(20240611)
+    vocabulary = make_vocabulary(rng, 400)
+    weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf-like
+    embedder = FakeEmbedder(dimensions=4)
+    collection = store.create_collection(
+        "random", dimensions=4, embedding_model=embedder.model_name, analyzer=analyzer
+    )
+    corpus = Corpus()
+    for number in range(300):
+        count = rng.randint(1, 4)
+        texts = [random_text(rng, vocabulary, weights) for _ in range(count)]
+        ingest(
+            store, collection, corpus, f"doc{number}", texts, rng.choices(GROUPS, k=count), embedder
+        )
+    sources = sorted(corpus.documents)
+    for source in rng.sample(sources, 60):
+        document_id = corpus.documents[source][0].rsplit("_", 1)[0]
+        store.delete_document(collection, document_id)
+        for chunk_id in corpus.documents.pop(source):
+            del corpus.chunks[chunk_id]
+    for source in rng.sample(sorted(corpus.documents), 60):
+        count = rng.randint(1, 5)
+        texts = [random_text(rng, vocabulary, weights) for _ in range(count)]
+        ingest(store, collection, corpus, source, texts, rng.choices(GROUPS, k=count), embedder)
+    assert statistics_mismatches(dsn, pg_schema, "random") == []
+    return collection, corpus, rng, vocabulary
+
+
+def queries(rng: random.Random, vocabulary: list[str], count: int) -> list[str]:
+    result = ["zzzz unknownword", vocabulary[0] + " " + vocabulary[0]]
+    while len(result) < count:
+        result.append(" ".join(rng.choices(vocabulary, k=rng.randint(1, 4))))
+    return result
+
+
+def test_bm25_scores_equal_the_in_memory_index_exactly(
+    store: PostgresStore, filled: tuple[CollectionInfo, Corpus, random.Random, list[str]]
+) -> None:
+    collection, corpus, rng, vocabulary = filled
+    reference = Bm25Index(analyzer=get_analyzer(collection.analyzer))
+    for chunk_id, (text, _) in sorted(corpus.chunks.items()):
+        reference.add_document(chunk_id, text)
+    assert store.get_collection("random").chunk_count == len(corpus.chunks)
+    for query in queries(rng, vocabulary, 40):
+        for n in (1, 10, 50):
+            expected = reference.search(query, n)
+            got = [(hit.chunk.id, hit.score) for hit in store.bm25(collection, query, n)]
+            assert got == expected, (query, n)
+        allowed = {cid for cid, (_, group) in corpus.chunks.items() if group == "blue"}
+        expected = reference.search(query, 10, allowed_ids=allowed)
+        got = [(h.chunk.id, h.score) for h in store.bm25(collection, query, 10, {"group": "blue"})]
+        assert got == expected, query
+
+
+def test_fuzzy_scores_and_corrections_equal_the_in_memory_index(
+    store: PostgresStore, filled: tuple[CollectionInfo, Corpus, random.Random, list[str]]
+) -> None:
+    collection, corpus, rng, vocabulary = filled
+    reference = FuzzyIndex(analyzer=get_analyzer(collection.analyzer))
+    for chunk_id, (text, _) in sorted(corpus.chunks.items()):
+        reference.add_document(chunk_id, text)
+    typos = []
+    for word in rng.sample(vocabulary, 15):
+        position = rng.randrange(len(word))
+        typos.append(word[:position] + word[position + 1 :] + rng.choice("xq"))
+    for query in [*queries(rng, vocabulary, 10), *typos]:
+        expected = reference.search(query, 10)
+        got = [(hit.chunk.id, hit.score) for hit in store.fuzzy(collection, query, 10)]
+        assert got == expected, query
+        assert store.correct_query(collection, query) == reference.correct_query(query), query

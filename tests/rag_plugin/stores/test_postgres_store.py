@@ -1,0 +1,279 @@
+"""PostgresStore: the shared store contract, schema versioning, the cache, plans and scoping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from rag_plugin.exceptions import ConfigurationError, InvalidInputError
+from rag_plugin.stores.base import CollectionInfo, DocumentInput, Store
+from rag_plugin.stores.postgres import (
+    SCHEMA_VERSION,
+    PostgresEmbeddingCache,
+    PostgresStore,
+    validate_schema_name,
+)
+from rag_plugin.stores.postgres.schema import MIGRATIONS, Migration, ensure_schema
+from rag_plugin.testing import FakeEmbedder
+from rag_plugin.vectors import DistanceMetric
+
+from .pg_helpers import statistics_mismatches
+from .store_contract import CORPUS, StoreContract, chunk_inputs
+
+
+class TestPostgresStore(StoreContract):
+    """The contract with the default plan choice (exact for these small collections)."""
+
+    @pytest.fixture
+    def store(self, dsn: str, pg_schema: str) -> Iterator[Store]:
+        store = PostgresStore(dsn, schema=pg_schema)
+        yield store
+        store.close()
+
+
+class TestPostgresStoreThroughHnsw(StoreContract):
+    """The contract again with every dense query sent to the HNSW index first."""
+
+    @pytest.fixture
+    def store(self, dsn: str, pg_schema: str) -> Iterator[Store]:
+        store = PostgresStore(dsn, schema=pg_schema, exact_search_below=0)
+        yield store
+        store.close()
+
+
+@pytest.fixture
+def store(dsn: str, pg_schema: str) -> Iterator[PostgresStore]:
+    store = PostgresStore(dsn, schema=pg_schema)
+    yield store
+    store.close()
+
+
+# -- schema ------------------------------------------------------------------------------
+
+
+def test_ensure_schema_is_idempotent_and_records_the_version(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    assert store.ensure_schema() == SCHEMA_VERSION
+    assert PostgresStore(dsn, schema=pg_schema).ensure_schema() == SCHEMA_VERSION
+    with psycopg.connect(dsn) as conn:
+        versions = conn.execute(
+            sql.SQL("SELECT version FROM {} ORDER BY version").format(
+                sql.Identifier(pg_schema, "rag_schema_version")
+            )
+        ).fetchall()
+    assert versions == [(m.version,) for m in MIGRATIONS]
+
+
+def test_a_later_migration_changes_existing_data_in_place(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    _, chunks = chunk_inputs(["kept through the migration"], [[1.0, 0.0]])
+    document = store.upsert_document(collection, DocumentInput(source="a"), chunks).id
+    later = Migration(
+        SCHEMA_VERSION + 1,
+        "documents get a language",
+        (
+            "ALTER TABLE {schema}.rag_documents ADD COLUMN language text",
+            "UPDATE {schema}.rag_documents SET language = 'en'",
+        ),
+    )
+    with psycopg.connect(dsn) as conn:
+        assert ensure_schema(conn, pg_schema, (*MIGRATIONS, later)) == SCHEMA_VERSION + 1
+        assert ensure_schema(conn, pg_schema, (*MIGRATIONS, later)) == SCHEMA_VERSION + 1
+        rows = conn.execute(
+            sql.SQL("SELECT id, language FROM {}").format(
+                sql.Identifier(pg_schema, "rag_documents")
+            )
+        ).fetchall()
+    assert rows == [(document, "en")]
+    assert [h.chunk.document_id for h in store.bm25(collection, "migration", 5)] == [document]
+
+
+def test_a_schema_newer_than_the_code_is_refused(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            sql.SQL("INSERT INTO {} (version, description) VALUES (%s, 'from the future')").format(
+                sql.Identifier(pg_schema, "rag_schema_version")
+            ),
+            (SCHEMA_VERSION + 5,),
+        )
+        conn.commit()
+    with pytest.raises(ConfigurationError, match=f"version {SCHEMA_VERSION + 5}"):
+        store.ensure_schema()
+
+
+@pytest.mark.parametrize("name", ["", "pg_catalog", "x; DROP SCHEMA public", 'a"b', "s" * 64, "é"])
+def test_invalid_schema_names_are_rejected(name: str) -> None:
+    with pytest.raises(InvalidInputError, match="Schema name"):
+        validate_schema_name(name)
+    with pytest.raises(InvalidInputError, match="Schema name"):
+        PostgresStore("postgresql://nowhere.invalid/db", schema=name)
+
+
+# -- connections and scoping -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["x; DROP TABLE rag_chunks", "x'; --", 'q"uote', "n" * 64, "naïve", "名前"]
+)
+def test_hostile_collection_names_fail_before_any_sql(dsn: str, pg_schema: str, name: str) -> None:
+    # The store's only connection is closed: any SQL would raise StoreError, not this.
+    conn = psycopg.connect(dsn, autocommit=True)
+    store = PostgresStore(conn, schema=pg_schema)
+    conn.close()
+    info = CollectionInfo(name, None, 2, "m")
+    calls: list[Callable[[], object]] = [
+        lambda: store.create_collection(name, dimensions=2, embedding_model="m"),
+        lambda: store.get_collection(name),
+        lambda: store.delete_collection(name),
+        lambda: store.upsert_document(info, DocumentInput(), []),
+        lambda: store.dense(info, [1.0, 0.0], 3),
+        lambda: store.bm25(info, "x", 3),
+        lambda: store.fuzzy(info, "x", 3),
+        lambda: store.correct_query(info, "x"),
+        lambda: store.list_documents(info),
+        lambda: store.delete_document(info, "d"),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInputError, match="collection name"):
+            call()
+
+
+def test_a_lent_connection_keeps_its_search_path(dsn: str, pg_schema: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        before = conn.execute("SHOW search_path").fetchone()
+        store = PostgresStore(conn, schema=pg_schema)
+        collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+        _, chunks = chunk_inputs(["lent connection text"], [[0.0, 1.0]])
+        store.upsert_document(collection, DocumentInput(), chunks)
+        assert [h.chunk.content for h in store.bm25(collection, "lent", 3)] == [
+            "lent connection text"
+        ]
+        assert conn.execute("SHOW search_path").fetchone() == before
+
+
+def test_a_lent_pool_serves_two_tenant_schemas_apart(dsn: str, pg_schema: str) -> None:
+    other = f"{pg_schema}_b"
+    with ConnectionPool(dsn, min_size=1, max_size=2, open=True) as pool:
+        try:
+            first = PostgresStore(pool, schema=pg_schema)
+            second = PostgresStore(pool, schema=other)
+            for store, text in ((first, "tenant one words"), (second, "tenant two words")):
+                collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+                _, chunks = chunk_inputs([text], [[1.0, 1.0]])
+                store.upsert_document(collection, DocumentInput(), chunks)
+            shared = first.get_collection("docs")
+            assert [h.chunk.content for h in first.bm25(shared, "words", 5)] == ["tenant one words"]
+            assert [h.chunk.content for h in second.bm25(shared, "words", 5)] == [
+                "tenant two words"
+            ]
+        finally:
+            with pool.connection() as conn:
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(other))
+                )
+
+
+# -- dense plans -------------------------------------------------------------------------
+
+
+def _index_scans(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"
+        " WHERE schemaname = %s AND indexrelname LIKE 'rag_chunks_hnsw_%%'",
+        (schema,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.parametrize(
+    ("exact_below", "plan", "uses_hnsw"), [(1000, "exact", False), (10, "hnsw", True)]
+)
+def test_dense_plan_follows_the_collection_size(
+    dsn: str, pg_schema: str, exact_below: int, plan: str, uses_hnsw: bool
+) -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        store = PostgresStore(conn, schema=pg_schema, exact_search_below=exact_below)
+        collection = store.create_collection("docs", dimensions=8, embedding_model="m")
+        texts = [f"chunk number {i}" for i in range(40)]
+        _, chunks = chunk_inputs(texts, embedder.embed(texts))
+        store.upsert_document(collection, DocumentInput(), chunks)
+        before = _index_scans(conn, pg_schema)
+        hits = store.dense(collection, embedder.embed_query("chunk number 7"), 5)
+        assert (store.last_dense_plan, _index_scans(conn, pg_schema) > before) == (
+            plan,
+            uses_hnsw,
+        )
+    assert hits[0].chunk.content == "chunk number 7"
+    assert hits[0].score == pytest.approx(1.0, abs=1e-6)
+
+
+# -- embedding cache ---------------------------------------------------------------------
+
+
+def test_cache_round_trips_vectors_per_model(dsn: str, pg_schema: str) -> None:
+    cache = PostgresEmbeddingCache(dsn, pg_schema)
+    try:
+        cache.put_many("m1", {"h1": [0.5, -0.25], "h2": [1.0, 0.0]})
+        cache.put_many("m2", {"h1": [0.0, 1.0]})
+        cache.put_many("m1", {"h2": [0.0, -1.0]})
+        assert cache.get_many("m1", ["h1", "h2", "h3"]) == {"h1": [0.5, -0.25], "h2": [0.0, -1.0]}
+        assert cache.get_many("m2", ["h1", "h2"]) == {"h1": [0.0, 1.0]}
+        assert cache.get_many("m1", []) == {}
+        assert len(cache) == 3
+    finally:
+        cache.close()
+
+
+def test_reingesting_an_unchanged_document_embeds_nothing(dsn: str, pg_schema: str) -> None:
+    store = PostgresStore(dsn, schema=pg_schema)
+    texts = [*CORPUS, CORPUS[0]]
+    try:
+        collection = store.create_collection("docs", dimensions=16, embedding_model="fake-16")
+        sent: list[list[list[str]]] = []
+        for _ in range(2):
+            # A new embedder and cache object each time: as a new request or another process.
+            cache = PostgresEmbeddingCache(dsn, pg_schema)
+            embedder = FakeEmbedder(dimensions=16, cache=cache)
+            _, chunks = chunk_inputs(texts, embedder.embed(texts))
+            store.upsert_document(collection, DocumentInput(source="corpus.txt"), chunks)
+            sent.append(embedder.batches)
+            cache.close()
+        assert sent == [[CORPUS], []]
+        assert store.get_collection("docs").chunk_count == len(texts)
+        assert statistics_mismatches(dsn, pg_schema, "docs") == []
+    finally:
+        store.close()
+
+
+def test_metric_and_dimension_get_their_own_partial_index(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    for metric in DistanceMetric:
+        store.create_collection(
+            f"c_{metric.value}", dimensions=3, embedding_model="m", metric=metric
+        )
+    store.create_collection("wide", dimensions=3000, embedding_model="m")
+    with psycopg.connect(dsn) as conn:
+        names = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s"
+            " ORDER BY indexname",
+            (pg_schema, "rag_chunks_hnsw_%"),
+        ).fetchall()
+    assert names == [
+        ("rag_chunks_hnsw_cosine_3",),
+        ("rag_chunks_hnsw_inner_product_3",),
+        ("rag_chunks_hnsw_l2_3",),
+    ]
