@@ -1,0 +1,305 @@
+"""BM25 (Okapi) exactly as the seed scores it, over an inverted index (SPEC L1, L2, L4).
+
+``score(d, q) = Σ_{t ∈ q, repetitions counted} idf(t)·tf(k1+1) / (tf + k1(1 − b + b·dl/avgdl))``
+with ``idf = ln((N − df + 0.5)/(df + 0.5) + 1)``. Each term's postings map a document slot to its
+tf, so a query touches only the documents that hold one of its terms; numpy evaluates a term
+over all its postings at once, with the very float operations of :func:`bm25_term_score`, in
+query order, so scores equal that function's (and the PostgreSQL store's) bit for bit.
+
+Unlike the seed, adding a document under an id that is already indexed replaces it: ``N`` and
+the document frequencies never count a document twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections import Counter
+from collections.abc import Container
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_plugin.exceptions import InvalidInputError, StoreError
+from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
+from rag_plugin.lexical.persistence import read_json_object, write_json_atomically
+
+__all__ = [
+    "DEFAULT_B",
+    "DEFAULT_K1",
+    "Bm25Index",
+    "bm25_idf",
+    "bm25_term_score",
+    "validate_top_k",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_K1 = 1.2
+DEFAULT_B = 0.75
+
+_WHAT = "BM25 index"
+_FloatArray = npt.NDArray[np.float64]
+_IntArray = npt.NDArray[np.intp]
+
+
+def bm25_idf(doc_count: int, df: int) -> float:
+    """The seed's idf, ``ln((N − df + 0.5)/(df + 0.5) + 1)``; 0 when ``df`` or ``N`` is 0."""
+    if doc_count <= 0 or df <= 0:
+        return 0.0
+    return math.log((doc_count - df + 0.5) / (df + 0.5) + 1.0)
+
+
+def bm25_term_score(
+    tf: int,
+    doc_len: int,
+    avg_doc_len: float,
+    idf: float,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+) -> float:
+    """One query term's BM25 contribution to a document holding it ``tf`` times."""
+    if tf <= 0 or avg_doc_len <= 0:
+        return 0.0
+    return idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * doc_len / avg_doc_len))
+
+
+def validate_top_k(top_k: int) -> int:
+    """``top_k`` if it is a non-negative integer; raise InvalidInputError otherwise."""
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise InvalidInputError(f"top_k must be zero or a positive integer, got {top_k!r}.")
+    return top_k
+
+
+def _validate_parameters(k1: float, b: float) -> None:
+    if not (isinstance(k1, int | float) and math.isfinite(k1) and k1 >= 0):
+        raise InvalidInputError(f"k1 must be a finite number >= 0, got {k1!r}.")
+    if not (isinstance(b, int | float) and 0 <= b <= 1):
+        raise InvalidInputError(f"b must be a number between 0 and 1, got {b!r}.")
+
+
+class Bm25Index:
+    """An in-memory BM25 index over documents identified by id."""
+
+    def __init__(
+        self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, analyzer: str | Analyzer = "seed"
+    ) -> None:
+        _validate_parameters(k1, b)
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.analyzer = resolve_analyzer(analyzer)
+        self.clear()
+
+    # -- writing ---------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Forget every document."""
+        self._slot_of: dict[str, int] = {}
+        self._ids: list[str | None] = []
+        self._free: list[int] = []
+        self._lengths: _FloatArray = np.zeros(16, dtype=np.float64)
+        self._doc_terms: dict[str, dict[str, int]] = {}
+        self._postings: dict[str, dict[int, int]] = {}
+        self._arrays: dict[str, tuple[_IntArray, _FloatArray]] = {}
+        self._total_length = 0
+
+    def add_document(self, doc_id: str, content: str) -> None:
+        """Index ``content`` under ``doc_id``, replacing what that id held before."""
+        self._add_terms(doc_id, Counter(self.analyzer.tokens(content)))
+
+    def _add_terms(self, doc_id: str, terms: Counter[str]) -> None:
+        self.remove_document(doc_id)
+        slot = self._free.pop() if self._free else len(self._ids)
+        if slot == len(self._ids):
+            self._ids.append(doc_id)
+            if slot >= len(self._lengths):
+                self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
+        else:
+            self._ids[slot] = doc_id
+        length = terms.total()
+        self._slot_of[doc_id] = slot
+        self._lengths[slot] = length
+        self._doc_terms[doc_id] = dict(terms)
+        self._total_length += length
+        for term, tf in terms.items():
+            self._postings.setdefault(term, {})[slot] = tf
+            self._arrays.pop(term, None)
+
+    def remove_document(self, doc_id: str) -> bool:
+        """Remove ``doc_id``; False if it was not indexed."""
+        terms = self._doc_terms.pop(doc_id, None)
+        if terms is None:
+            return False
+        slot = self._slot_of.pop(doc_id)
+        self._ids[slot] = None
+        self._lengths[slot] = 0.0
+        self._free.append(slot)
+        self._total_length -= sum(terms.values())
+        for term in terms:
+            postings = self._postings[term]
+            del postings[slot]
+            if not postings:
+                del self._postings[term]
+            self._arrays.pop(term, None)
+        return True
+
+    # -- reading ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._doc_terms)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._doc_terms
+
+    @property
+    def doc_count(self) -> int:
+        """N: the number of indexed documents."""
+        return len(self._doc_terms)
+
+    @property
+    def avg_doc_length(self) -> float:
+        """The mean number of terms per document; 0 when the index is empty."""
+        return self._total_length / len(self._doc_terms) if self._doc_terms else 0.0
+
+    def document_frequency(self, term: str) -> int:
+        """How many documents hold the (already analyzed) ``term``."""
+        return len(self._postings.get(term, ()))
+
+    def idf(self, term: str) -> float:
+        """The idf of the (already analyzed) ``term``; 0 for a term no document holds."""
+        return bm25_idf(self.doc_count, self.document_frequency(term))
+
+    def search(
+        self, query: str, top_k: int, allowed_ids: Container[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``top_k`` best ``(id, score)`` pairs with score > 0, best first, ties by id.
+
+        ``allowed_ids`` restricts the documents considered before ranking (a metadata filter).
+        """
+        validate_top_k(top_k)
+        tokens = self.analyzer.tokens(query)
+        if top_k == 0 or not tokens or not self._doc_terms:
+            return []
+        avg = self.avg_doc_length
+        contributions: dict[str, tuple[_IntArray, _FloatArray] | None] = {}
+        scores = np.zeros(len(self._ids), dtype=np.float64)
+        touched: list[_IntArray] = []
+        # Term by term in query order, repetitions included, exactly as the seed sums.
+        for token in tokens:
+            if token in contributions:
+                found = contributions[token]
+            else:
+                found = contributions[token] = self._contribution(token, avg)
+                if found is not None:
+                    touched.append(found[0])
+            if found is not None:
+                scores[found[0]] += found[1]
+        if not touched:
+            return []
+        candidates = np.unique(np.concatenate(touched))
+        if allowed_ids is not None:
+            ids = self._ids
+            keep = np.fromiter(
+                (ids[slot] in allowed_ids for slot in candidates.tolist()),
+                dtype=bool,
+                count=len(candidates),
+            )
+            candidates = candidates[keep]
+        return self._top(candidates, scores[candidates], top_k)
+
+    def _contribution(self, term: str, avg: float) -> tuple[_IntArray, _FloatArray] | None:
+        """The term's postings slots and their score contributions (None if no doc holds it)."""
+        postings = self._postings.get(term)
+        if not postings:
+            return None
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            slots = np.fromiter(postings.keys(), dtype=np.intp, count=len(postings))
+            tfs = np.fromiter(postings.values(), dtype=np.float64, count=len(postings))
+            arrays = self._arrays[term] = (slots, tfs)
+        slots, tfs = arrays
+        idf = bm25_idf(self.doc_count, len(postings))
+        k1, b = self.k1, self.b
+        # The same operations, in the same order, as bm25_term_score.
+        values = idf * (tfs * (k1 + 1.0)) / (tfs + k1 * (1.0 - b + b * self._lengths[slots] / avg))
+        return slots, values
+
+    def _top(self, slots: _IntArray, scores: _FloatArray, top_k: int) -> list[tuple[str, float]]:
+        positive = scores > 0.0
+        slots, scores = slots[positive], scores[positive]
+        if len(scores) > top_k:
+            # Everything tied with the k-th score stays in, so ids can break the tie.
+            kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
+            keep = scores >= kth
+            slots, scores = slots[keep], scores[keep]
+        ids = self._ids
+        ranked = sorted(
+            zip((ids[slot] for slot in slots.tolist()), scores.tolist(), strict=True),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        return [(str(doc_id), score) for doc_id, score in ranked[:top_k]]
+
+    # -- persistence -----------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The seed's file layout, plus the analyzer's name."""
+        return {
+            "documents": {
+                doc_id: [term for term, tf in terms.items() for _ in range(tf)]
+                for doc_id, terms in self._doc_terms.items()
+            },
+            "inverted_index": {
+                term: sorted(str(self._ids[slot]) for slot in postings)
+                for term, postings in self._postings.items()
+            },
+            "document_frequencies": {term: len(p) for term, p in self._postings.items()},
+            "doc_count": self.doc_count,
+            "avg_doc_length": self.avg_doc_length,
+            "k1": self.k1,
+            "b": self.b,
+            "analyzer": self.analyzer.name,
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to ``path`` as JSON (the seed's ``bm25_index.json`` layout)."""
+        write_json_atomically(path, self.to_json(), _WHAT)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        """Rebuild an index from :meth:`to_json` output (or a seed file); raise ValueError."""
+        documents = data.get("documents")
+        if not isinstance(documents, dict):
+            raise ValueError("'documents' must map ids to token lists")
+        index = cls(
+            k1=data.get("k1", DEFAULT_K1),
+            b=data.get("b", DEFAULT_B),
+            analyzer=str(data.get("analyzer", "seed")),
+        )
+        for doc_id, tokens in documents.items():
+            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+                raise ValueError(f"the tokens of document {doc_id!r} are not a list of strings")
+            # Statistics are recomputed: the seed's stored doc_count can be inflated (quirk 8).
+            index._add_terms(doc_id, Counter(tokens))
+        return index
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Self:
+        """Read an index saved by :meth:`save`; raise StoreError if it cannot be read."""
+        data = read_json_object(path, _WHAT)
+        try:
+            return cls.from_json(data)
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"Failed to deserialize {_WHAT} from {path}: {exc}") from exc
+
+    @classmethod
+    def load_or_new(cls, path: str | os.PathLike[str], **kwargs: Any) -> Self:
+        """The index saved at ``path``, or a new empty one if it is missing or corrupt."""
+        if not os.path.exists(path):
+            return cls(**kwargs)
+        try:
+            return cls.load(path)
+        except StoreError as exc:
+            logger.warning("Starting with an empty BM25 index: %s", exc)
+            return cls(**kwargs)
