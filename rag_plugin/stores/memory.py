@@ -1,0 +1,339 @@
+"""The in-memory store: exact search over numpy matrices, optionally saved to a folder.
+
+For pipelines without a database. Each collection (a
+:class:`~rag_plugin.stores.memory_collection.MemoryCollection`) keeps its chunk vectors in
+one matrix, searched exactly, and its own BM25 and fuzzy indexes built with the collection's
+analyzer. ``MemoryStore(path=folder)`` loads ``folder/memory_store.json`` on construction (a
+missing file gives an empty store; an unreadable one too, with a logged warning) and writes
+it after every change — or only on :meth:`MemoryStore.save` with ``autosave=False``, which
+suits bulk loads (each save rewrites the whole file).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rag_plugin.exceptions import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    DocumentNotFoundError,
+    InvalidInputError,
+    StoreError,
+)
+from rag_plugin.stores.base import (
+    ChunkInput,
+    ChunkRecord,
+    CollectionInfo,
+    DocumentInput,
+    DocumentRecord,
+    Filters,
+    QueryCorrection,
+    ScoredChunk,
+    Store,
+    validate_collection_name,
+)
+from rag_plugin.stores.memory_collection import MemoryCollection, to_vector
+from rag_plugin.vectors import DistanceMetric
+
+__all__ = ["FILE_NAME", "MemoryStore"]
+
+logger = logging.getLogger(__name__)
+
+FILE_NAME = "memory_store.json"
+_FORMAT_VERSION = 1
+
+
+class MemoryStore(Store):
+    """Collections held in process memory, searched exactly; optionally saved to a folder."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, autosave: bool = True
+    ) -> None:
+        # Re-entrant, so a subclass may call public methods from inside an overridden one.
+        self._lock = threading.RLock()
+        self._collections: dict[tuple[str | None, str], MemoryCollection] = {}
+        self._sequence = 0
+        self._path = Path(path) if path is not None else None
+        self._autosave = autosave and self._path is not None
+        if self._path is not None:
+            self._load(self._path / FILE_NAME)
+
+    @property
+    def path(self) -> Path | None:
+        """The folder this store is saved to, or ``None`` in memory mode."""
+        return self._path
+
+    # -- collections -------------------------------------------------------------------
+
+    def create_collection(
+        self,
+        name: str,
+        *,
+        dimensions: int,
+        embedding_model: str,
+        owner: str | None = None,
+        metric: DistanceMetric = DistanceMetric.COSINE,
+        analyzer: str = "seed",
+    ) -> CollectionInfo:
+        """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
+        validate_collection_name(name)
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+            raise InvalidInputError(f"dimensions must be a positive integer, got {dimensions!r}.")
+        if not embedding_model:
+            raise InvalidInputError("embedding_model must name the model the vectors come from.")
+        info = CollectionInfo(
+            name=name,
+            owner=owner,
+            dimensions=dimensions,
+            embedding_model=embedding_model,
+            metric=DistanceMetric.parse(metric) if isinstance(metric, str) else metric,
+            analyzer=analyzer,
+        )
+        collection = MemoryCollection.empty(info)  # an unknown analyzer fails before storing
+        with self._lock:
+            if (owner, name) in self._collections:
+                raise CollectionExistsError(name)
+            self._collections[(owner, name)] = collection
+            self._changed()
+            return collection.counted()
+
+    def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
+        """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
+        validate_collection_name(name)
+        with self._lock:
+            return self._get(owner, name).counted()
+
+    def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
+        """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
+        with self._lock:
+            found = [c.counted() for (o, _), c in self._collections.items() if o == owner]
+        return sorted(found, key=lambda info: info.name)
+
+    def delete_collection(self, name: str, *, owner: str | None = None) -> int:
+        """Delete the collection and everything in it; return how many documents it had."""
+        validate_collection_name(name)
+        with self._lock:
+            count = self._get(owner, name).counted().document_count
+            del self._collections[(owner, name)]
+            self._changed()
+            return count
+
+    # -- documents ---------------------------------------------------------------------
+
+    def upsert_document(
+        self,
+        collection: CollectionInfo,
+        document: DocumentInput,
+        chunks: Sequence[ChunkInput],
+    ) -> DocumentRecord:
+        """Store a document and its chunks in one step, replacing one with the same source."""
+        with self._lock:
+            target = self._resolve(collection)
+            # Validate everything before the first change, so a bad chunk changes nothing.
+            vectors = [to_vector(chunk.embedding, target.info.dimensions) for chunk in chunks]
+            indexes = [chunk.index for chunk in chunks]
+            if len(set(indexes)) != len(indexes):
+                raise InvalidInputError(f"Chunk indexes must be unique, got {sorted(indexes)}.")
+            tags = [str(tag) for tag in document.tags]
+            doc_metadata = _json_copy(document.metadata, "document metadata")
+            own_metadata = [_json_copy(chunk.metadata, "chunk metadata") for chunk in chunks]
+
+            existing = target.document_for_source(document.source)
+            if existing is not None:
+                target.remove_document(existing)
+            document_id = existing or uuid.uuid4().hex
+            created_at = datetime.now(UTC)
+            record = DocumentRecord(
+                id=document_id,
+                collection=target.info.name,
+                source=document.source,
+                title=document.title,
+                tags=tuple(tags),
+                content_hash=document.content_hash,
+                created_at=created_at,
+                chunk_count=len(chunks),
+                metadata=doc_metadata,
+            )
+            # The store's own keys come last, so a filter on source or title always means
+            # the document's, whatever a chunk's metadata says.
+            fields = {
+                "title": document.title,
+                "source": document.source,
+                "created_at": created_at.isoformat(),
+            }
+            stored = [
+                (
+                    ChunkRecord(
+                        id=f"{document_id}_{chunk.index}",
+                        document_id=document_id,
+                        index=chunk.index,
+                        content=chunk.content,
+                        start_offset=chunk.start_offset,
+                        end_offset=chunk.end_offset,
+                        metadata={**doc_metadata, **metadata, **fields, "tags": list(tags)},
+                    ),
+                    vector,
+                )
+                for chunk, vector, metadata in zip(chunks, vectors, own_metadata, strict=True)
+            ]
+            self._sequence += 1
+            target.add_document(record, stored, self._sequence)
+            self._changed()
+            return record
+
+    def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
+        """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
+        with self._lock:
+            if not self._resolve(collection).remove_document(document_id):
+                raise DocumentNotFoundError(document_id)
+            self._changed()
+
+    def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
+        """Return one document; raise ``DocumentNotFoundError`` if absent."""
+        with self._lock:
+            found = self._resolve(collection).document(document_id)
+        if found is None:
+            raise DocumentNotFoundError(document_id)
+        return found
+
+    def list_documents(
+        self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
+    ) -> list[DocumentRecord]:
+        """Return documents, newest first."""
+        if limit < 0 or offset < 0:
+            raise InvalidInputError(
+                f"limit and offset must not be negative, got limit={limit}, offset={offset}."
+            )
+        with self._lock:
+            documents = self._resolve(collection).documents_newest_first()
+        return documents[offset : offset + limit]
+
+    def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
+        """Return a document's chunks in index order."""
+        with self._lock:
+            found = self._resolve(collection).chunks_of(document_id)
+        if found is None:
+            raise DocumentNotFoundError(document_id)
+        return found
+
+    # -- search legs -------------------------------------------------------------------
+
+    def dense(
+        self,
+        collection: CollectionInfo,
+        vector: Sequence[float],
+        n: int,
+        filters: Filters | None = None,
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by exact vector similarity; ties go to the smaller chunk id."""
+        _check_n(n)
+        with self._lock:
+            target = self._resolve(collection)
+            return target.dense(to_vector(vector, target.info.dimensions), n, filters)
+
+    def bm25(
+        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
+        _check_n(n)
+        with self._lock:
+            return self._resolve(collection).bm25(query, n, filters)
+
+    def fuzzy(
+        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    ) -> list[ScoredChunk]:
+        """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
+        _check_n(n)
+        with self._lock:
+            return self._resolve(collection).fuzzy(query, n, filters)
+
+    def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
+        """Correct each query word to the closest word of the collection's vocabulary."""
+        with self._lock:
+            return self._resolve(collection).correct_query(query)
+
+    # -- persistence -------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write every collection to ``path/memory_store.json``, atomically."""
+        if self._path is None:
+            raise InvalidInputError("This MemoryStore has no path; pass path=... to save it.")
+        with self._lock:
+            payload = {
+                "version": _FORMAT_VERSION,
+                "collections": [c.to_json() for c in self._collections.values()],
+            }
+            try:
+                self._path.mkdir(parents=True, exist_ok=True)
+                # Write a sibling file and rename it over the old one, so a crash never
+                # leaves half a file behind.
+                fd, temp = tempfile.mkstemp(dir=self._path, prefix=".memory_store.")
+                try:
+                    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                        json.dump(payload, handle)
+                    os.replace(temp, self._path / FILE_NAME)
+                except BaseException:
+                    Path(temp).unlink(missing_ok=True)
+                    raise
+            except OSError as exc:
+                raise StoreError(f"Could not save the memory store to {self._path}: {exc}") from exc
+
+    def _load(self, file: Path) -> None:
+        if not file.exists():
+            return
+        try:
+            payload = json.loads(file.read_text(encoding="utf-8"))
+            if payload.get("version") != _FORMAT_VERSION:
+                raise ValueError(f"unknown format version {payload.get('version')!r}")
+            loaded: dict[tuple[str | None, str], MemoryCollection] = {}
+            sequence = 0
+            for raw in payload["collections"]:
+                collection, sequence = MemoryCollection.from_json(raw, sequence)
+                loaded[(collection.info.owner, collection.info.name)] = collection
+        except Exception as exc:  # whatever is wrong with the file, start empty (SPEC L4)
+            logger.warning(
+                "Ignoring unreadable memory store file %s (%s); starting empty", file, exc
+            )
+            return
+        self._collections = loaded
+        self._sequence = sequence
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        if self._autosave:
+            self.save()
+
+    def _get(self, owner: str | None, name: str) -> MemoryCollection:
+        found = self._collections.get((owner, name))
+        if found is None:
+            raise CollectionNotFoundError(name)
+        return found
+
+    def _resolve(self, collection: CollectionInfo) -> MemoryCollection:
+        validate_collection_name(collection.name)
+        return self._get(collection.owner, collection.name)
+
+
+def _json_copy(value: Any, what: str) -> dict[str, Any]:
+    # A JSON round trip both proves the value can be saved (the database store needs that
+    # too) and detaches it from the caller's objects.
+    try:
+        copied: dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"The {what} must be JSON-serialisable: {exc}.") from None
+    return copied
+
+
+def _check_n(n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidInputError(f"n must be zero or a positive integer, got {n!r}.")
