@@ -1,0 +1,214 @@
+"""The search engine above the stores: strategies, fusion, typo correction and thresholds.
+
+Written once for every :class:`~rag_plugin.stores.base.Store`; a store only answers the three
+legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
+
+- **Hybrid** takes ``2·top_k`` candidates from *each* leg (dense included, as the seed fetched
+  ``2·limit`` from its vector store) and fuses them by weighted RRF keyed on chunk ids. A leg
+  whose weight is 0 is not run at all (a zero dense weight embeds nothing).
+- **Scores**: ``SearchHit.score`` is the strategy's own score — cosine/L2/inner-product
+  similarity, BM25, fuzzy, or the raw RRF sum. Hybrid hits also carry
+  ``normalized_score = raw / (Σw / (k + 1))`` in [0, 1], and for hybrid the ``threshold``
+  applies to that normalised score, so one threshold means the same thing whatever the
+  weights and ``k``. For the other strategies it applies to ``score``.
+- **Typo correction** (``correct_typos=True``) corrects the query against the collection's
+  vocabulary and reruns the *lexical* legs (BM25, fuzzy) with it. The dense leg always embeds
+  the original query: embeddings tolerate typos, and the corrected query is the analyzer's
+  lowercased token string, which would lose casing and punctuation the model can use. With
+  the semantic strategy no correction is made. ``corrected_query`` is set only when at least
+  one word changed; otherwise the legs run on the original query.
+- **Order**: scores descending; equal scores go by chunk id (hybrid: by the best rank in any
+  leg first, as :meth:`RrfFusion.fuse` orders them). ``top_k=0`` returns no hits without
+  touching the store; a negative ``top_k`` or an empty query raises ``InvalidInputError``.
+- A query is always embedded with the collection's own model (E6): an embedder whose model
+  name or dimension differs from the collection's raises :class:`ConfigurationError`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag_plugin.embedding.base import Embedder
+from rag_plugin.exceptions import ConfigurationError, InvalidInputError
+from rag_plugin.fusion import HybridWeights, RrfFusion, SearchResult, rank_results
+from rag_plugin.search import SearchStrategy
+from rag_plugin.stores.base import (
+    ChunkRecord,
+    CollectionInfo,
+    Correction,
+    Filters,
+    ScoredChunk,
+    Store,
+)
+
+__all__ = [
+    "CollectionSearcher",
+    "EmbedderResolver",
+    "SearchHit",
+    "SearchOutcome",
+    "check_embedder",
+]
+
+EmbedderResolver = Callable[[CollectionInfo], Embedder]
+"""Returns the embedder for a collection's model (see :class:`CollectionSearcher`)."""
+
+_LEXICAL = frozenset({SearchStrategy.BM25, SearchStrategy.FUZZY, SearchStrategy.HYBRID})
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One chunk found by a search, with the strategy's score (higher is better)."""
+
+    chunk: ChunkRecord
+    score: float
+    normalized_score: float | None = None
+
+    @property
+    def id(self) -> str:
+        """The chunk's id."""
+        return self.chunk.id
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """The hits of one search and what the engine did to the query on the way."""
+
+    hits: tuple[SearchHit, ...]
+    strategy: SearchStrategy
+    query: str
+    corrected_query: str | None = None
+    corrections: tuple[Correction, ...] = ()
+
+
+class CollectionSearcher:
+    """Runs a search strategy over one collection of a store.
+
+    ``embedder`` is either one :class:`Embedder` or a resolver that returns the embedder for
+    a collection (for stores whose collections use different models). It is consulted only
+    when a dense leg runs.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder | EmbedderResolver) -> None:
+        self.store = store
+        self._embedder = embedder
+
+    def search(
+        self,
+        collection: CollectionInfo,
+        query: str,
+        *,
+        strategy: SearchStrategy | str = SearchStrategy.SEMANTIC,
+        top_k: int = 10,
+        threshold: float = 0.0,
+        correct_typos: bool = False,
+        filters: Filters | None = None,
+        weights: HybridWeights | None = None,
+        rrf_k: float = 60.0,
+    ) -> SearchOutcome:
+        """Return the ``top_k`` best chunks of ``collection`` for ``query`` by ``strategy``."""
+        chosen = SearchStrategy.parse(strategy) if isinstance(strategy, str) else strategy
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("The search query is empty; pass some text to search for.")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise InvalidInputError(f"top_k must be zero or a positive integer, got {top_k!r}.")
+        if not math.isfinite(threshold):
+            raise InvalidInputError(f"threshold must be a finite number, got {threshold!r}.")
+        weights = weights if weights is not None else HybridWeights()
+        fusion = RrfFusion(k=rrf_k)  # validates k before any work is done
+        if top_k == 0:
+            return SearchOutcome((), chosen, query)
+
+        lexical_query, corrected = query, None
+        corrections: tuple[Correction, ...] = ()
+        if correct_typos and chosen in _LEXICAL:
+            correction = self.store.correct_query(collection, query)
+            if correction.corrections:
+                lexical_query = corrected = correction.query
+                corrections = correction.corrections
+
+        if chosen is SearchStrategy.HYBRID:
+            hits = self._hybrid(
+                collection, query, lexical_query, top_k, threshold, filters, weights, fusion
+            )
+        else:
+            if chosen is SearchStrategy.SEMANTIC:
+                found = self._dense(collection, query, top_k, filters)
+            elif chosen is SearchStrategy.BM25:
+                found = self.store.bm25(collection, lexical_query, top_k, filters)
+            else:
+                found = self.store.fuzzy(collection, lexical_query, top_k, filters)
+            hits = _ranked(
+                {hit.chunk.id: hit.chunk for hit in found},
+                [SearchResult(hit.chunk.id, hit.score) for hit in found],
+                threshold,
+                top_k,
+            )
+        return SearchOutcome(tuple(hits), chosen, query, corrected, corrections)
+
+    def embedder_for(self, collection: CollectionInfo) -> Embedder:
+        """The embedder for ``collection``; raise if its model or dimension differs (E6)."""
+        embedder = (
+            self._embedder if isinstance(self._embedder, Embedder) else self._embedder(collection)
+        )
+        check_embedder(embedder, collection)
+        return embedder
+
+    def _dense(
+        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None
+    ) -> list[ScoredChunk]:
+        vector = self.embedder_for(collection).embed_query(query)
+        return self.store.dense(collection, vector, n, filters)
+
+    def _hybrid(
+        self,
+        collection: CollectionInfo,
+        query: str,
+        lexical_query: str,
+        top_k: int,
+        threshold: float,
+        filters: Filters | None,
+        weights: HybridWeights,
+        fusion: RrfFusion,
+    ) -> list[SearchHit]:
+        n = 2 * top_k
+        legs: list[tuple[Sequence[ScoredChunk], float]] = []
+        if weights.semantic > 0:
+            legs.append((self._dense(collection, query, n, filters), weights.semantic))
+        if weights.bm25 > 0:
+            legs.append((self.store.bm25(collection, lexical_query, n, filters), weights.bm25))
+        if weights.fuzzy > 0:
+            legs.append((self.store.fuzzy(collection, lexical_query, n, filters), weights.fuzzy))
+        chunks = {hit.chunk.id: hit.chunk for found, _ in legs for hit in found}
+        fused = fusion.fuse([([hit.chunk.id for hit in found], w) for found, w in legs])
+        ceiling = fusion.max_score(weights)
+        # ``fuse`` already returns each id once, best first, with its own deterministic tie
+        # rule (best rank in any leg, then id); rank_results' threshold and cut keep that order.
+        kept = [(chunk_id, raw) for chunk_id, raw in fused if raw / ceiling >= threshold]
+        return [SearchHit(chunks[i], raw, raw / ceiling) for i, raw in kept[:top_k]]
+
+
+def check_embedder(embedder: Embedder, collection: CollectionInfo) -> None:
+    """Raise :class:`ConfigurationError` unless ``embedder`` is the collection's model (E6)."""
+    if (embedder.model_name, embedder.dimensions) != (
+        collection.embedding_model,
+        collection.dimensions,
+    ):
+        raise ConfigurationError(
+            f"Collection '{collection.name}' holds {collection.dimensions}-d vectors of the "
+            f"model '{collection.embedding_model}', but the embedder is '{embedder.model_name}' "
+            f"({embedder.dimensions}-d); use the collection's model."
+        )
+
+
+def _ranked(
+    chunks: dict[str, ChunkRecord],
+    results: Sequence[SearchResult],
+    threshold: float,
+    top_k: int,
+) -> list[SearchHit]:
+    return [
+        SearchHit(chunks[result.id], result.score)
+        for result in rank_results(results, threshold, top_k)
+    ]

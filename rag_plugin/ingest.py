@@ -1,0 +1,113 @@
+"""Ingest text into a store: chunk it, embed the chunks in one call, store the document."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from rag_plugin.chunking import TextChunker
+from rag_plugin.embedding.base import Embedder
+from rag_plugin.embedding.dedup import content_hash_hex
+from rag_plugin.engine import check_embedder
+from rag_plugin.exceptions import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    InvalidInputError,
+)
+from rag_plugin.stores.base import (
+    ChunkInput,
+    ChunkRecord,
+    CollectionInfo,
+    DocumentInput,
+    DocumentRecord,
+    Store,
+)
+from rag_plugin.vectors import DistanceMetric
+
+__all__ = ["IngestResult", "get_or_create_collection", "ingest_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """The stored document and its chunks, in index order."""
+
+    document: DocumentRecord
+    chunks: tuple[ChunkRecord, ...]
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        """The ids of the stored chunks, ``f"{document.id}_{index}"``."""
+        return [chunk.id for chunk in self.chunks]
+
+
+def ingest_text(
+    store: Store,
+    embedder: Embedder,
+    collection: CollectionInfo,
+    text: str,
+    *,
+    document: DocumentInput | None = None,
+    chunker: TextChunker | None = None,
+) -> IngestResult:
+    """Chunk ``text``, embed every chunk in one call and store it as one document.
+
+    One ``embed()`` call means the embedder's dedup and cache cover the whole document. The
+    document's ``content_hash`` is set to :func:`content_hash_hex` of ``text``. A non-empty
+    ``document.source`` that already exists is replaced (see :meth:`Store.upsert_document`).
+    """
+    check_embedder(embedder, collection)
+    if not isinstance(text, str):
+        raise InvalidInputError(f"The content is a {type(text).__name__}, not a str.")
+    pieces = (chunker or TextChunker()).chunk(text)
+    if not pieces:
+        raise InvalidInputError("Content too small to chunk")
+    vectors = embedder.embed([piece.content for piece in pieces])
+    chunks = [
+        ChunkInput(
+            index=piece.index,
+            content=piece.content,
+            start_offset=piece.start_offset,
+            end_offset=piece.end_offset,
+            embedding=vector,
+        )
+        for piece, vector in zip(pieces, vectors, strict=True)
+    ]
+    described = dataclasses.replace(
+        document or DocumentInput(), content_hash=content_hash_hex(text)
+    )
+    record = store.upsert_document(collection, described, chunks)
+    return IngestResult(record, tuple(store.document_chunks(collection, record.id)))
+
+
+def get_or_create_collection(
+    store: Store,
+    name: str,
+    *,
+    embedder: Embedder,
+    owner: str | None = None,
+    metric: DistanceMetric = DistanceMetric.COSINE,
+    analyzer: str = "seed",
+) -> CollectionInfo:
+    """Return the owner's collection ``name``, creating it for ``embedder``'s model if absent.
+
+    ``metric`` and ``analyzer`` apply only to a new collection; an existing one keeps its own.
+    An existing collection built with another model or dimension raises
+    :class:`ConfigurationError` (E6: never mix models in one collection).
+    """
+    try:
+        collection = store.get_collection(name, owner=owner)
+    except CollectionNotFoundError:
+        try:
+            return store.create_collection(
+                name,
+                dimensions=embedder.dimensions,
+                embedding_model=embedder.model_name,
+                owner=owner,
+                metric=metric,
+                analyzer=analyzer,
+            )
+        except CollectionExistsError:
+            # Another caller created it between our two calls; use theirs.
+            collection = store.get_collection(name, owner=owner)
+    check_embedder(embedder, collection)
+    return collection

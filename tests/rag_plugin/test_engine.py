@@ -1,0 +1,293 @@
+"""CollectionSearcher over the memory store: strategies, RRF, thresholds, typo correction.
+
+Dense expectations follow from hand-made vectors; lexical leg orders are argued in comments
+from the chunk texts; RRF scores are the formula ``Σ w / (k + rank)`` written out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from rag_plugin.embedding.base import Embedder
+from rag_plugin.engine import CollectionSearcher, SearchHit
+from rag_plugin.exceptions import ConfigurationError, InvalidInputError
+from rag_plugin.fusion import HybridWeights
+from rag_plugin.search import SearchStrategy
+from rag_plugin.stores.base import ChunkInput, CollectionInfo, Correction, DocumentInput
+from rag_plugin.stores.memory import MemoryStore
+from rag_plugin.testing import FakeEmbedder
+
+CHUNKS = {
+    "the quick brown fox jumps": [1.0, 0.0, 0.0],
+    "lazy dogs sleep all day": [0.0, 1.0, 0.0],
+    "quick thinking brown bears": [0.8, 0.6, 0.0],
+    "foxes are quick and clever": [0.0, 0.0, 1.0],
+}
+QUERIES = {"quick fox": [1.0, 0.2, 0.0], "quikc fox": [1.0, 0.2, 0.0], "bears": [0.0, 0.1, 1.0]}
+
+
+class TableEmbedder(Embedder):
+    """Looks vectors up in a table, so dense rankings are known in advance."""
+
+    def __init__(self, table: Mapping[str, Sequence[float]], model: str = "table") -> None:
+        super().__init__()
+        self._table = table
+        self._model = model
+        self.seen: list[str] = []
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    @property
+    def dimensions(self) -> int:
+        return 3
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        self.seen.extend(texts)
+        return [list(self._table[text]) for text in texts]
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def embedder() -> TableEmbedder:
+    return TableEmbedder({**CHUNKS, **QUERIES})
+
+
+@pytest.fixture
+def collection(store: MemoryStore) -> CollectionInfo:
+    return store.create_collection("docs", dimensions=3, embedding_model="table")
+
+
+@pytest.fixture
+def doc(store: MemoryStore, collection: CollectionInfo) -> str:
+    """One document whose chunks 0..3 are CHUNKS in order; returns its id."""
+    chunks, start = [], 0
+    for index, (text, vector) in enumerate(CHUNKS.items()):
+        chunks.append(ChunkInput(index, text, start, start + len(text), vector))
+        start += len(text) + 1
+    return store.upsert_document(collection, DocumentInput(source="animals"), chunks).id
+
+
+@pytest.fixture
+def searcher(store: MemoryStore, embedder: TableEmbedder) -> CollectionSearcher:
+    return CollectionSearcher(store, embedder)
+
+
+def pairs(hits: Sequence[SearchHit]) -> list[tuple[str, float]]:
+    return [(hit.chunk.id, hit.score) for hit in hits]
+
+
+def approx_pairs(doc: str, expected: list[tuple[int, float]]) -> list[tuple[str, object]]:
+    return [(f"{doc}_{i}", pytest.approx(score, abs=1e-12)) for i, score in expected]
+
+
+# Legs for "quick fox" (chunk numbers):
+#   dense  cosine to (1, 0.2, 0): 0 (0.981), 2 (0.902), 1 (0.196), 3 (0.0)
+#   bm25   0 has both terms; 2 and 3 only "quick" ("foxes" is another token), 2 is shorter
+#   fuzzy  0 = 1.0; 3 = (1 + 0.6)/2 ("fox"~"foxes", d=2) = 0.8; 2 = (1/2)·(1/2) = 0.25
+NORM = 1.0 / 1.04**0.5
+
+
+def test_semantic_ranks_by_cosine(searcher: CollectionSearcher, collection, doc) -> None:
+    outcome = searcher.search(collection, "quick fox", top_k=3)
+    assert outcome.strategy is SearchStrategy.SEMANTIC
+    assert pairs(outcome.hits) == approx_pairs(doc, [(0, NORM), (2, 0.92 * NORM), (1, 0.2 * NORM)])
+    assert all(hit.normalized_score is None for hit in outcome.hits)
+
+
+def test_threshold_drops_lower_scores(searcher: CollectionSearcher, collection, doc) -> None:
+    outcome = searcher.search(collection, "quick fox", top_k=10, threshold=0.5)
+    assert [hit.id for hit in outcome.hits] == [f"{doc}_0", f"{doc}_2"]
+
+
+def test_fuzzy_scores_word_matches(searcher: CollectionSearcher, collection, doc) -> None:
+    outcome = searcher.search(collection, "quick fox", strategy="approximate")
+    assert pairs(outcome.hits) == approx_pairs(doc, [(0, 1.0), (3, 0.8), (2, 0.25)])
+
+
+def test_bm25_orders_by_term_matches(searcher: CollectionSearcher, collection, doc) -> None:
+    outcome = searcher.search(collection, "quick fox", strategy=SearchStrategy.BM25)
+    assert [hit.id for hit in outcome.hits] == [f"{doc}_0", f"{doc}_2", f"{doc}_3"]
+    assert outcome.corrected_query is None
+
+
+@pytest.mark.parametrize("top_k", [1, 2, 4])
+def test_hybrid_fuses_the_three_legs_by_weighted_rrf(
+    searcher: CollectionSearcher, collection, doc, top_k: int
+) -> None:
+    outcome = searcher.search(collection, "quick fox", strategy="rrf", top_k=top_k)
+    assert outcome.strategy is SearchStrategy.HYBRID
+    ceiling = 1.0 / 61  # (0.6 + 0.3 + 0.1) / (60 + 1)
+    expected = [
+        (0, 0.6 / 61 + 0.3 / 61 + 0.1 / 61),
+        (2, 0.6 / 62 + 0.3 / 62 + 0.1 / 63),
+        (3, 0.6 / 64 + 0.3 / 63 + 0.1 / 62),
+        (1, 0.6 / 63),
+    ][:top_k]
+    assert pairs(outcome.hits) == approx_pairs(doc, expected)
+    assert [hit.normalized_score for hit in outcome.hits] == [
+        pytest.approx(score / ceiling, abs=1e-12) for _, score in expected
+    ]
+
+
+def test_hybrid_takes_two_top_k_from_each_leg(
+    searcher: CollectionSearcher, collection, doc
+) -> None:
+    # With top_k=1 each leg gives 2 candidates: dense [0, 2], bm25 [0, 2], fuzzy [0, 3].
+    outcome = searcher.search(collection, "quick fox", strategy="hybrid", top_k=1)
+    assert pairs(outcome.hits) == approx_pairs(doc, [(0, 1.0 / 61)])
+
+
+def test_hybrid_threshold_applies_to_the_normalized_score(
+    searcher: CollectionSearcher, collection, doc
+) -> None:
+    # Chunk 2 normalises to 61·(0.9/62 + 0.1/63) = 0.9823; chunk 3 to 0.9607.
+    outcome = searcher.search(collection, "quick fox", strategy="hybrid", threshold=0.97)
+    assert [hit.id for hit in outcome.hits] == [f"{doc}_0", f"{doc}_2"]
+
+
+def test_hybrid_with_custom_weights_and_k(searcher: CollectionSearcher, collection, doc) -> None:
+    weights = HybridWeights(semantic=0.0, bm25=1.0, fuzzy=1.0)
+    outcome = searcher.search(
+        collection, "quick fox", strategy="hybrid", weights=weights, rrf_k=10.0, top_k=3
+    )
+    # No dense leg: bm25 [0, 2, 3], fuzzy [0, 3, 2].
+    expected = [(0, 2 / 11), (2, 1 / 12 + 1 / 13), (3, 1 / 13 + 1 / 12)]
+    # 2 and 3 tie exactly (1/12 + 1/13 either way) with the same best rank (2): id decides.
+    assert pairs(outcome.hits) == approx_pairs(doc, expected)
+
+
+def test_a_zero_weight_leg_is_not_run(
+    searcher: CollectionSearcher, embedder: TableEmbedder, collection, doc
+) -> None:
+    weights = HybridWeights(semantic=0.0, bm25=1.0, fuzzy=0.0)
+    searcher.search(collection, "quick fox", strategy="hybrid", weights=weights)
+    assert embedder.stats.calls == 0
+
+
+def test_typo_correction_reruns_the_lexical_legs(
+    searcher: CollectionSearcher, collection, doc
+) -> None:
+    plain = searcher.search(collection, "quikc fox", strategy="bm25")
+    assert [hit.id for hit in plain.hits] == [f"{doc}_0"]
+    corrected = searcher.search(collection, "quikc fox", strategy="bm25", correct_typos=True)
+    assert corrected.query == "quikc fox"
+    assert corrected.corrected_query == "quick fox"
+    assert corrected.corrections == (Correction("quikc", "quick", 2),)
+    assert [hit.id for hit in corrected.hits] == [f"{doc}_0", f"{doc}_2", f"{doc}_3"]
+
+
+def test_hybrid_correction_embeds_the_original_query(
+    searcher: CollectionSearcher, embedder: TableEmbedder, collection, doc
+) -> None:
+    outcome = searcher.search(
+        collection, "quikc fox", strategy="hybrid", correct_typos=True, top_k=4
+    )
+    assert embedder.seen == ["quikc fox"]
+    assert outcome.corrected_query == "quick fox"
+    assert pairs(outcome.hits) == pairs(
+        searcher.search(collection, "quick fox", strategy="hybrid", top_k=4).hits
+    )
+
+
+def test_semantic_search_makes_no_correction(searcher: CollectionSearcher, collection, doc) -> None:
+    outcome = searcher.search(collection, "quikc fox", correct_typos=True)
+    assert (outcome.corrected_query, outcome.corrections) == (None, ())
+
+
+def test_a_query_without_typos_reports_no_correction(
+    searcher: CollectionSearcher, collection, doc
+) -> None:
+    outcome = searcher.search(collection, "quick fox", strategy="fuzzy", correct_typos=True)
+    assert (outcome.corrected_query, outcome.corrections) == (None, ())
+
+
+def test_filters_reach_every_leg(
+    store: MemoryStore, searcher: CollectionSearcher, collection, doc
+) -> None:
+    text = "quick fox in another document"
+    other = store.upsert_document(
+        collection,
+        DocumentInput(source="other"),
+        [ChunkInput(0, text, 0, len(text), [1.0, 0.2, 0.0])],
+    ).id
+    for strategy in SearchStrategy:
+        outcome = searcher.search(
+            collection, "quick fox", strategy=strategy, filters={"source": "other"}
+        )
+        assert [hit.id for hit in outcome.hits] == [f"{other}_0"], strategy
+
+
+def test_equal_scores_are_ordered_by_chunk_id(
+    store: MemoryStore, searcher: CollectionSearcher, collection
+) -> None:
+    text = "quick fox twin"
+    twins = [
+        store.upsert_document(
+            collection, DocumentInput(), [ChunkInput(0, text, 0, len(text), [1.0, 0.0, 0.0])]
+        ).id
+        for _ in range(3)
+    ]
+    for strategy in SearchStrategy:
+        outcome = searcher.search(collection, "quick fox", strategy=strategy)
+        assert [hit.id for hit in outcome.hits] == sorted(f"{t}_0" for t in twins), strategy
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_empty_query_is_invalid(searcher: CollectionSearcher, collection, query: str) -> None:
+    with pytest.raises(InvalidInputError, match="empty"):
+        searcher.search(collection, query)
+
+
+def test_negative_top_k_is_invalid(searcher: CollectionSearcher, collection) -> None:
+    with pytest.raises(InvalidInputError, match="top_k"):
+        searcher.search(collection, "quick fox", top_k=-1)
+
+
+@pytest.mark.parametrize("strategy", list(SearchStrategy))
+def test_top_k_zero_returns_nothing_without_work(
+    searcher: CollectionSearcher, embedder: TableEmbedder, collection, doc, strategy
+) -> None:
+    outcome = searcher.search(collection, "quick fox", strategy=strategy, top_k=0)
+    assert outcome.hits == ()
+    assert embedder.stats.calls == 0
+
+
+def test_unknown_strategy_names_the_valid_ones(searcher: CollectionSearcher, collection) -> None:
+    with pytest.raises(InvalidInputError, match="semantic, bm25, fuzzy, hybrid"):
+        searcher.search(collection, "quick fox", strategy="telepathy")
+
+
+@pytest.mark.parametrize(
+    "other", [TableEmbedder(CHUNKS, model="another-model"), FakeEmbedder(dimensions=4)]
+)
+def test_dense_search_with_another_model_is_a_configuration_error(
+    store: MemoryStore, collection, doc, other: Embedder
+) -> None:
+    searcher = CollectionSearcher(store, other)
+    for strategy in (SearchStrategy.SEMANTIC, SearchStrategy.HYBRID):
+        with pytest.raises(ConfigurationError, match="docs"):
+            searcher.search(collection, "quick fox", strategy=strategy)
+    # Lexical strategies embed nothing, so the model does not matter to them.
+    assert len(searcher.search(collection, "quick fox", strategy="bm25").hits) == 3
+
+
+def test_a_resolver_picks_the_embedder_per_collection(
+    store: MemoryStore, embedder: TableEmbedder, collection, doc
+) -> None:
+    asked: list[str] = []
+
+    def resolve(info: CollectionInfo) -> Embedder:
+        asked.append(info.name)
+        return embedder
+
+    outcome = CollectionSearcher(store, resolve).search(collection, "quick fox", top_k=1)
+    assert asked == ["docs"]
+    assert [hit.id for hit in outcome.hits] == [f"{doc}_0"]

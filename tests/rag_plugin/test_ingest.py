@@ -1,0 +1,166 @@
+"""ingest_text and get_or_create_collection over the memory store and the fake embedder."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_plugin.chunking import ChunkerConfig, TextChunker
+from rag_plugin.embedding.cache import InMemoryEmbeddingCache
+from rag_plugin.embedding.dedup import content_hash_hex
+from rag_plugin.exceptions import CollectionNotFoundError, ConfigurationError, InvalidInputError
+from rag_plugin.ingest import get_or_create_collection, ingest_text
+from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.stores.memory import MemoryStore
+from rag_plugin.testing import FakeEmbedder
+from rag_plugin.vectors import DistanceMetric
+
+TEXT = (
+    "alpha bravo charlie delta echo foxtrot golf hotel "
+    "india juliet kilo lima mike november oscar papa"
+)
+WORDS_4 = TextChunker(ChunkerConfig.for_word(4, 0))
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder(dimensions=8)
+
+
+@pytest.fixture
+def collection(store: MemoryStore, embedder: FakeEmbedder) -> CollectionInfo:
+    return get_or_create_collection(store, "docs", embedder=embedder, owner="user:1")
+
+
+def test_ingest_stores_exact_chunks_and_the_content_hash(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    result = ingest_text(
+        store,
+        embedder,
+        collection,
+        TEXT,
+        document=DocumentInput(source="n.txt", title="Numbers", tags=("t",)),
+        chunker=WORDS_4,
+    )
+    document = result.document
+    assert (document.source, document.title, document.tags) == ("n.txt", "Numbers", ("t",))
+    assert document.content_hash == content_hash_hex(TEXT)
+    assert document.chunk_count == 4
+    assert result.chunk_ids == [f"{document.id}_{i}" for i in range(4)]
+    assert [(c.start_offset, c.end_offset) for c in result.chunks] == [
+        (0, 25),
+        (26, 49),
+        (50, 72),
+        (73, 97),
+    ]
+    assert [TEXT[c.start_offset : c.end_offset] for c in result.chunks] == [
+        c.content for c in result.chunks
+    ]
+    assert result.chunks == tuple(store.document_chunks(collection, document.id))
+    assert store.get_collection("docs", owner="user:1").chunk_count == 4
+
+
+def test_ingest_embeds_all_chunks_in_one_deduplicated_call(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    text = "alpha beta gamma delta " * 3 + "epsilon zeta eta theta"
+    ingest_text(store, embedder, collection, text, chunker=WORDS_4)
+    stats = embedder.stats
+    assert (stats.calls, stats.texts_requested, stats.texts_embedded) == (1, 4, 2)
+    assert embedder.batches == [["alpha beta gamma delta", "epsilon zeta eta theta"]]
+
+
+def test_reingesting_unchanged_text_costs_no_model_call_with_a_cache(
+    store: MemoryStore, collection: CollectionInfo
+) -> None:
+    embedder = FakeEmbedder(dimensions=8, cache=InMemoryEmbeddingCache())
+    document = DocumentInput(source="n.txt")
+    first = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    second = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    assert second.document.id == first.document.id
+    assert embedder.stats.texts_embedded == 4
+    assert embedder.stats.cache_hits == 4
+    assert store.get_collection("docs", owner="user:1").document_count == 1
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t", "too short"])
+def test_content_too_small_to_chunk_raises_and_stores_nothing(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo, text: str
+) -> None:
+    with pytest.raises(InvalidInputError, match="Content too small to chunk"):
+        ingest_text(store, embedder, collection, text, chunker=WORDS_4)
+    assert embedder.stats.calls == 0
+    assert store.get_collection("docs", owner="user:1").document_count == 0
+
+
+def test_ingest_with_another_model_raises_and_stores_nothing(
+    store: MemoryStore, collection: CollectionInfo
+) -> None:
+    other = FakeEmbedder(dimensions=8, model_name="other-model")
+    with pytest.raises(ConfigurationError, match="other-model"):
+        ingest_text(store, other, collection, TEXT, chunker=WORDS_4)
+    assert other.stats.calls == 0
+    assert store.get_collection("docs", owner="user:1").document_count == 0
+
+
+def test_get_or_create_creates_for_the_embedders_model(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    created = get_or_create_collection(
+        store,
+        "notes",
+        embedder=embedder,
+        owner="user:2",
+        metric=DistanceMetric.INNER_PRODUCT,
+        analyzer="seed",
+    )
+    assert created == CollectionInfo(
+        "notes", "user:2", 8, "fake-8", DistanceMetric.INNER_PRODUCT, "seed", 0, 0
+    )
+    with pytest.raises(CollectionNotFoundError):
+        store.get_collection("notes", owner="user:3")
+
+
+def test_get_or_create_returns_the_existing_collection_with_its_settings(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    ingest_text(store, embedder, collection, TEXT, chunker=WORDS_4)
+    again = get_or_create_collection(
+        store, "docs", embedder=embedder, owner="user:1", metric=DistanceMetric.L2
+    )
+    assert again.metric is DistanceMetric.COSINE
+    assert (again.document_count, again.chunk_count) == (1, 4)
+
+
+@pytest.mark.parametrize(
+    "embedder", [FakeEmbedder(dimensions=8, model_name="other"), FakeEmbedder(dimensions=4)]
+)
+def test_get_or_create_refuses_a_collection_of_another_model(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    store.create_collection("docs", dimensions=8, embedding_model="fake-8")
+    with pytest.raises(ConfigurationError, match="docs"):
+        get_or_create_collection(store, "docs", embedder=embedder)
+
+
+class _RacingStore(MemoryStore):
+    """Another caller creates the collection between our lookup and our create."""
+
+    def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
+        if not self.list_collections(owner=owner) and not getattr(self, "raced", False):
+            self.raced = True
+            self.create_collection(name, dimensions=8, embedding_model="fake-8", owner=owner)
+            raise CollectionNotFoundError(name)
+        return super().get_collection(name, owner=owner)
+
+
+def test_get_or_create_uses_a_collection_created_concurrently(embedder: FakeEmbedder) -> None:
+    store = _RacingStore()
+    found = get_or_create_collection(store, "docs", embedder=embedder)
+    assert found.name == "docs"
+    assert [c.name for c in store.list_collections()] == ["docs"]
