@@ -1,0 +1,144 @@
+"""A LlamaIndex retriever over one collection, for every search strategy (SPEC S6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import (
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
+
+from rag_plugin.embedding.base import Embedder
+from rag_plugin.engine import CollectionSearcher, EmbedderResolver, SearchHit
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.fusion import HybridWeights
+from rag_plugin.search import SearchStrategy
+from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Filters, Store
+
+__all__ = ["RagRetriever", "chunk_to_node", "filters_from_llama"]
+
+
+class RagRetriever(BaseRetriever):
+    """Retrieves ``NodeWithScore``s from one collection through :class:`CollectionSearcher`.
+
+    Each node's id is the chunk id, its text the chunk's content, its char offsets the
+    chunk's offsets into the source document, and its SOURCE relationship the document id.
+    The node's score is the hit's ``normalized_score`` for hybrid search (in [0, 1]) and the
+    strategy's own score otherwise.
+    """
+
+    def __init__(
+        self,
+        searcher: CollectionSearcher,
+        collection: CollectionInfo,
+        *,
+        strategy: SearchStrategy | str = SearchStrategy.SEMANTIC,
+        top_k: int = 10,
+        threshold: float = 0.0,
+        correct_typos: bool = False,
+        filters: MetadataFilters | Filters | None = None,
+        weights: HybridWeights | None = None,
+        rrf_k: float = 60.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.searcher = searcher
+        self.collection = collection
+        self.strategy = SearchStrategy.parse(strategy) if isinstance(strategy, str) else strategy
+        self.top_k = top_k
+        self.threshold = threshold
+        self.correct_typos = correct_typos
+        self.filters = filters_from_llama(filters)
+        self.weights = weights
+        self.rrf_k = rrf_k
+
+    @classmethod
+    def from_store(
+        cls,
+        store: Store,
+        collection: CollectionInfo,
+        embedder: Embedder | EmbedderResolver,
+        **kwargs: Any,
+    ) -> RagRetriever:
+        """A retriever over ``store`` that embeds queries with ``embedder``."""
+        return cls(CollectionSearcher(store, embedder), collection, **kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        outcome = self.searcher.search(
+            self.collection,
+            query_bundle.query_str,
+            strategy=self.strategy,
+            top_k=self.top_k,
+            threshold=self.threshold,
+            correct_typos=self.correct_typos,
+            filters=self.filters,
+            weights=self.weights,
+            rrf_k=self.rrf_k,
+        )
+        return [
+            NodeWithScore(node=chunk_to_node(hit.chunk), score=_score(hit)) for hit in outcome.hits
+        ]
+
+
+def _score(hit: SearchHit) -> float:
+    return hit.normalized_score if hit.normalized_score is not None else hit.score
+
+
+def chunk_to_node(chunk: ChunkRecord) -> TextNode:
+    """A ``TextNode`` carrying the chunk's id, text, exact offsets and metadata."""
+    return TextNode(
+        id_=chunk.id,
+        text=chunk.content,
+        start_char_idx=chunk.start_offset,
+        end_char_idx=chunk.end_offset,
+        metadata=dict(chunk.metadata),
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=chunk.document_id)},
+    )
+
+
+def filters_from_llama(filters: MetadataFilters | Filters | None) -> Filters | None:
+    """Turn LlamaIndex ``MetadataFilters`` into equality filters; other operators are refused.
+
+    Only what every store can apply before ranking is accepted: ``EQ`` filters on scalar
+    values, combined with ``AND``. A plain mapping passes through as it is.
+    """
+    if filters is None or not isinstance(filters, MetadataFilters):
+        return filters
+    if filters.condition not in (None, FilterCondition.AND):
+        raise InvalidInputError(
+            f"Unsupported filter condition: {filters.condition}. Use: {FilterCondition.AND.value}"
+        )
+    result: dict[str, str | int | float | bool] = {}
+    for item in filters.filters:
+        if not isinstance(item, MetadataFilter):
+            raise InvalidInputError(
+                "Nested MetadataFilters are not supported; pass a flat list of EQ filters."
+            )
+        if item.operator is not FilterOperator.EQ:
+            raise InvalidInputError(
+                f"Unsupported filter operator: {item.operator.value} on '{item.key}'. "
+                f"Use: {FilterOperator.EQ.value}"
+            )
+        if not isinstance(item.value, str | int | float | bool):
+            raise InvalidInputError(
+                f"Filter '{item.key}' has the value {item.value!r}; use a string, number or "
+                "boolean."
+            )
+        if item.key in result and result[item.key] != item.value:
+            raise InvalidInputError(
+                f"Filter '{item.key}' must equal both {result[item.key]!r} and {item.value!r}, "
+                "which no chunk can; pass one value per key."
+            )
+        result[item.key] = item.value
+    return result

@@ -1,0 +1,214 @@
+"""A stock LlamaIndex pipeline end to end, offline: ingest into our store, query it back."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import Document, NodeRelationship, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+)
+
+from rag_plugin.engine import CollectionSearcher
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.llama_index.embedding import RagEmbedding
+from rag_plugin.llama_index.node_parser import RagChunkNodeParser
+from rag_plugin.llama_index.retriever import RagRetriever, filters_from_llama
+from rag_plugin.llama_index.vector_store import RagVectorStore
+from rag_plugin.stores.base import CollectionInfo
+from rag_plugin.stores.memory import MemoryStore
+from rag_plugin.testing import FakeEmbedder
+
+DOCUMENTS = [
+    Document(
+        id_="otters",
+        text=(
+            "Sea otters float on their backs while they eat. They crack shellfish open with "
+            "stones. An otter can hold its breath for five minutes while it dives for food."
+        ),
+        metadata={"title": "Otters", "topic": "mammals"},
+    ),
+    Document(
+        id_="herons",
+        text=(
+            "Grey herons stand motionless in shallow water. A heron strikes fish with its "
+            "sharp bill. Herons nest together in colonies high up in the trees."
+        ),
+        metadata={"title": "Herons", "topic": "birds"},
+    ),
+]
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder(dimensions=16)
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def collection(store: MemoryStore, embedder: FakeEmbedder) -> CollectionInfo:
+    collection = store.create_collection(
+        "wildlife", dimensions=embedder.dimensions, embedding_model=embedder.model_name
+    )
+    pipeline = IngestionPipeline(
+        transformations=[RagChunkNodeParser.for_word(10, 2), RagEmbedding(embedder)],
+        vector_store=RagVectorStore(store, collection),
+    )
+    pipeline.run(documents=DOCUMENTS)
+    return store.get_collection("wildlife")
+
+
+def test_pipeline_writes_one_document_per_llama_document(
+    store: MemoryStore, collection: CollectionInfo
+) -> None:
+    documents = {d.source: d for d in store.list_documents(collection)}
+    assert sorted(documents) == ["herons", "otters"]
+    by_id = {d.id_: d.text for d in DOCUMENTS}
+    for source, document in documents.items():
+        chunks = store.document_chunks(collection, document.id)
+        assert [c.index for c in chunks] == list(range(document.chunk_count))
+        assert all(by_id[source][c.start_offset : c.end_offset] == c.content for c in chunks)
+        assert document.title == chunks[0].metadata["title"]
+
+
+def test_query_engine_returns_source_nodes_that_slice_their_document(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    retriever = RagRetriever.from_store(store, collection, embedder, strategy="hybrid", top_k=3)
+    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
+    response = engine.query("Where do herons nest?")
+    assert len(response.source_nodes) == 3
+    texts = {d.id_: d.text for d in DOCUMENTS}
+    for source_node in response.source_nodes:
+        node = source_node.node
+        assert isinstance(node, TextNode)
+        document = store.get_document(collection, node.ref_doc_id or "")
+        assert texts[document.source][node.start_char_idx : node.end_char_idx] == node.text
+        assert 0.0 < (source_node.score or 0.0) <= 1.0
+
+
+@pytest.mark.parametrize("strategy", ["semantic", "bm25", "fuzzy", "hybrid"])
+def test_retriever_returns_chunk_nodes_for_every_strategy(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo, strategy: str
+) -> None:
+    retriever = RagRetriever.from_store(store, collection, embedder, strategy=strategy, top_k=2)
+    searcher = CollectionSearcher(store, embedder)
+    expected = searcher.search(collection, "otter shellfish", strategy=strategy, top_k=2)
+    nodes = retriever.retrieve("otter shellfish")
+    assert [n.node.node_id for n in nodes] == [hit.id for hit in expected.hits]
+    for found, hit in zip(nodes, expected.hits, strict=True):
+        assert found.node.relationships[NodeRelationship.SOURCE].node_id == hit.chunk.document_id
+        assert found.node.metadata == dict(hit.chunk.metadata)
+
+
+def test_retriever_applies_llama_index_metadata_filters(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    filters = MetadataFilters(filters=[MetadataFilter(key="topic", value="birds")])
+    retriever = RagRetriever.from_store(
+        store, collection, embedder, strategy="hybrid", filters=filters, top_k=10
+    )
+    nodes = retriever.retrieve("otters and herons")
+    herons = next(d for d in store.list_documents(collection) if d.source == "herons")
+    assert {n.node.metadata["topic"] for n in nodes} == {"birds"}
+    assert len(nodes) == herons.chunk_count
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        MetadataFilters(filters=[MetadataFilter(key="n", value=1, operator=FilterOperator.GT)]),
+        MetadataFilters(
+            filters=[MetadataFilter(key="a", value="x"), MetadataFilter(key="b", value="y")],
+            condition=FilterCondition.OR,
+        ),
+        MetadataFilters(filters=[MetadataFilters(filters=[MetadataFilter(key="a", value="x")])]),
+        MetadataFilters(filters=[MetadataFilter(key="a", value=["x", "y"])]),
+        MetadataFilters(
+            filters=[MetadataFilter(key="a", value="x"), MetadataFilter(key="a", value="y")]
+        ),
+    ],
+)
+def test_filters_a_store_cannot_apply_before_ranking_are_refused(
+    filters: MetadataFilters,
+) -> None:
+    with pytest.raises(InvalidInputError):
+        filters_from_llama(filters)
+
+
+def test_equality_filters_become_store_filters() -> None:
+    filters = MetadataFilters(
+        filters=[MetadataFilter(key="topic", value="birds"), MetadataFilter(key="page", value=3)]
+    )
+    assert filters_from_llama(filters) == {"topic": "birds", "page": 3}
+
+
+def test_vector_store_query_is_the_dense_leg(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    vector_store = RagVectorStore(store, collection)
+    vector = embedder.embed_query("heron")
+    result = vector_store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=3))
+    expected = store.dense(collection, vector, 3)
+    assert result.ids == [hit.chunk.id for hit in expected]
+    assert result.similarities == [hit.score for hit in expected]
+    assert [n.get_content() for n in result.nodes or []] == [h.chunk.content for h in expected]
+    with pytest.raises(InvalidInputError, match="hybrid"):
+        vector_store.query(
+            VectorStoreQuery(query_embedding=vector, mode=VectorStoreQueryMode.HYBRID)
+        )
+
+
+def test_vector_store_delete_removes_the_llama_document(
+    store: MemoryStore, collection: CollectionInfo
+) -> None:
+    vector_store = RagVectorStore(store, collection)
+    vector_store.delete("otters")
+    assert [d.source for d in store.list_documents(collection)] == ["herons"]
+    assert store.bm25(collection, "otter", 10) == []
+
+
+def test_rerunning_the_pipeline_replaces_documents(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    before = store.get_collection("wildlife")
+    pipeline = IngestionPipeline(
+        transformations=[RagChunkNodeParser.for_word(10, 2), RagEmbedding(embedder)],
+        vector_store=RagVectorStore(store, collection),
+    )
+    pipeline.run(documents=DOCUMENTS)
+    after = store.get_collection("wildlife")
+    assert (after.document_count, after.chunk_count) == (before.document_count, before.chunk_count)
+
+
+def test_nodes_without_embeddings_or_offsets_are_refused(
+    store: MemoryStore, collection: CollectionInfo
+) -> None:
+    vector_store = RagVectorStore(store, collection)
+    bare = TextNode(text="no vector here", start_char_idx=0, end_char_idx=14)
+    bare.relationships[NodeRelationship.SOURCE] = Document(id_="d").as_related_node_info()
+    with pytest.raises(InvalidInputError, match="embedding"):
+        vector_store.add([bare])
+    no_offsets = TextNode(text="no offsets", embedding=[0.25] * 16)
+    no_offsets.relationships[NodeRelationship.SOURCE] = Document(id_="d").as_related_node_info()
+    with pytest.raises(InvalidInputError, match="start_char_idx"):
+        vector_store.add([no_offsets])
+
+
+def test_retriever_query_bundle_strings_are_validated(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    retriever = RagRetriever.from_store(store, collection, embedder)
+    with pytest.raises(InvalidInputError, match="empty"):
+        retriever.retrieve(QueryBundle(query_str="   "))
