@@ -477,7 +477,9 @@ class StoreContract:
             (f"{document}_3", pytest.approx(1.0, abs=LEXICAL_TOLERANCE)),
             (f"{document}_4", pytest.approx(6 / 7, abs=LEXICAL_TOLERANCE)),
         ]
-        for query in ("machine", "quikc brwn", "lazzy dog"):
+        # No query word here is close only to a stopword: a store may find fuzzy candidates
+        # through analyzer terms, which drop stopwords (see rag_plugin/stores/postgres/lexical.py).
+        for query in ("machine", "quikc brwn", "lazzy cat"):
             expected = reference.search(query, 10)
             assert [(h.chunk.id, h.score) for h in store.fuzzy(collection, query, 10)] == [
                 (chunk_id, pytest.approx(score, abs=LEXICAL_TOLERANCE))
