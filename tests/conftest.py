@@ -7,11 +7,15 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
+import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from portal.embedded_db import PROJECT_ROOT
 
@@ -54,18 +58,15 @@ def _public_schema_after_test() -> Iterator[None]:
 
 
 DEMO_PASSWORD = "test-pass-2026"
-DEMO_USERS = (
-    ("acme", "admin", True),
-    ("acme", "alice", False),
-    ("acme", "bob", False),
-    ("globex", "admin", True),
-    ("globex", "carol", False),
-)
 
 
 @dataclass
 class PortalServer:
-    """The real portal, served by gunicorn on a loopback port over the test database."""
+    """The real portal, served by gunicorn on a loopback port over its own database.
+
+    The database is made like production's (``migrate_schemas`` + ``bootstrap_demo`` in
+    subprocesses), not by pytest-django, so the server sees exactly what the tests commit.
+    """
 
     port: int
     password: str
@@ -99,6 +100,24 @@ class PortalServer:
         """A logged-in API client for ``username`` on ``host``."""
         return self.client(host, self.token(host, username))
 
+    def set_source(self, schema: str, name: str, enabled: bool) -> None:
+        """Create or update an allowlist entry, as a tenant admin's form would store it."""
+        query = sql.SQL(
+            "INSERT INTO {}.tenants_ragsource "
+            "(name, enabled, note, created_at, created_by, updated_at, updated_by) "
+            "VALUES (%s, %s, '', now(), 'tests', now(), 'tests') "
+            "ON CONFLICT (name) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()"
+        ).format(sql.Identifier(schema))
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            conn.execute(query, (name, enabled))
+
+    def new_source(self) -> str:
+        """A fresh collection name allowlisted in acme and globex."""
+        name = f"src_{uuid.uuid4().hex[:10]}"
+        for schema in ("acme", "globex"):
+            self.set_source(schema, name, True)
+        return name
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -106,46 +125,36 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _test_database_url() -> str:
-    from django.db import connection
-    from psycopg.conninfo import make_conninfo
-
-    db = connection.settings_dict
-    params = {
-        "dbname": db["NAME"],
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-        "host": db.get("HOST") or None,
-        "port": db.get("PORT") or None,
-    }
-    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+def _manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="session")
-def portal_server(
-    demo_tenants: dict[str, DemoTenant], django_db_blocker: pytest.FixtureRequest
-) -> Iterator[PortalServer]:
-    """Serve the portal from a separate gunicorn process, as in production.
+def portal_server() -> Iterator[PortalServer]:
+    """Serve the portal from a separate gunicorn process on a database of its own.
 
-    Users alice and bob (acme), carol (globex) and an ``admin`` per tenant exist with
-    ``DEMO_PASSWORD``; the source ``docs`` is allowlisted in both tenants. The embedder is the
-    deterministic fake (vector values don't matter for the API's behaviour).
+    ``bootstrap_demo`` makes tenants acme (admin, alice, bob) and globex (admin, carol) with
+    ``DEMO_PASSWORD`` and allowlists the source ``docs``. The embedder is the deterministic fake
+    (vector values don't matter for the API's behaviour).
     """
-    from tenants.services import rag_source_set, user_ensure
+    from portal.embedded_db import database_url
 
-    with django_db_blocker.unblock():  # type: ignore[attr-defined]
-        for schema, username, is_admin in DEMO_USERS:
-            user_ensure(
-                schema_name=schema,
-                username=username,
-                password=DEMO_PASSWORD,
-                email=f"{username}@{schema}.test",
-                is_admin=is_admin,
-            )
-        for schema in ("acme", "globex"):
-            rag_source_set(schema_name=schema, name="docs", enabled=True, actor="tests")
-    url = _test_database_url()
-    port = _free_port()
+    base = conninfo_to_dict(database_url())
+    name = f"test_portal_live_{os.getpid()}"
+    admin_url = make_conninfo(**{**base, "dbname": "postgres"})
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = make_conninfo(**{**base, "dbname": name})
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -155,7 +164,12 @@ def portal_server(
         "DJANGO_SECRET_KEY": "test-secret-key-for-the-portal-server-fixture",
         "DJANGO_ALLOWED_HOSTS": "localhost,.localhost,127.0.0.1",
     }
-    log = open(PROJECT_ROOT / ".data" / "portal-server-test.log", "w")  # noqa: SIM115
+    _manage(env, "migrate_schemas", "--verbosity", "0")
+    _manage(env, "createcachetable")
+    _manage(env, "bootstrap_demo", "--password", DEMO_PASSWORD)
+    port = _free_port()
+    log_path = PROJECT_ROOT / ".data" / "portal-server-test.log"
+    log = open(log_path, "w")  # noqa: SIM115 - closed in the finally below
     process = subprocess.Popen(
         [
             sys.executable,
@@ -181,7 +195,7 @@ def portal_server(
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"portal server exited; see {log.name}")
+                raise RuntimeError(f"portal server exited; see {log_path}")
             try:
                 with server.client("acme.localhost") as client:
                     if client.get("/health").status_code == 200:
@@ -189,10 +203,14 @@ def portal_server(
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"portal server did not start in 60 s; see {log.name}")
+                raise RuntimeError(f"portal server did not start in 60 s; see {log_path}")
             time.sleep(0.2)
         yield server
     finally:
         process.terminate()
         process.wait(timeout=30)
         log.close()
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )

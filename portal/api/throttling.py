@@ -15,6 +15,8 @@ class LoginRateThrottle(SimpleRateThrottle):
     """
 
     scope = "login"
+    # None → DEFAULT_THROTTLE_RATES["login"] (RAG_LOGIN_RATE); tests set a rate here instead.
+    rate: str | None = None
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         tenant = getattr(connection, "schema_name", "")

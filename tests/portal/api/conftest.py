@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -13,29 +12,15 @@ from tests.conftest import PortalServer
 
 
 @pytest.fixture
-def source(portal_server: PortalServer, django_db_blocker: pytest.FixtureRequest) -> Iterator[str]:
+def source(portal_server: PortalServer) -> str:
     """A collection name allowlisted in acme and globex for this test only."""
-    from tenants.services import rag_source_set
-
-    name = f"src_{uuid.uuid4().hex[:10]}"
-    with django_db_blocker.unblock():  # type: ignore[attr-defined]
-        for schema in ("acme", "globex"):
-            rag_source_set(schema_name=schema, name=name, enabled=True, actor="tests")
-    return name
+    return portal_server.new_source()
 
 
 @pytest.fixture
-def set_source(
-    portal_server: PortalServer, django_db_blocker: pytest.FixtureRequest
-) -> Callable[[str, str, bool], None]:
-    """Enable or disable an allowlist entry, as the tenant admin's form would."""
-    from tenants.services import rag_source_set
-
-    def set_(schema: str, name: str, enabled: bool) -> None:
-        with django_db_blocker.unblock():  # type: ignore[attr-defined]
-            rag_source_set(schema_name=schema, name=name, enabled=enabled, actor="tests")
-
-    return set_
+def set_source(portal_server: PortalServer) -> Callable[[str, str, bool], None]:
+    """Enable or disable an allowlist entry of a tenant."""
+    return portal_server.set_source
 
 
 @pytest.fixture

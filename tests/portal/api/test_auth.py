@@ -16,7 +16,7 @@ ACME = "acme.localhost"
 
 @pytest.mark.parametrize(
     "credentials",
-    [{"username": "alice"}, {"email": "alice@acme.test"}, {"email": "ALICE@acme.test"}],
+    [{"username": "alice"}, {"email": "alice@acme.localhost"}, {"email": "ALICE@acme.localhost"}],
 )
 def test_login_by_username_or_email_returns_a_bearer_token(
     portal_server: PortalServer, credentials: dict[str, str]
@@ -38,7 +38,7 @@ def test_login_by_username_or_email_returns_a_bearer_token(
     [
         {"username": "alice", "password": "wrong"},
         {"username": "nobody", "password": "whatever"},
-        {"email": "nobody@acme.test", "password": "whatever"},
+        {"email": "nobody@acme.localhost", "password": "whatever"},
     ],
 )
 def test_bad_credentials_get_401(portal_server: PortalServer, body: dict[str, str]) -> None:

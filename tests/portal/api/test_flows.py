@@ -10,7 +10,7 @@ ACME = "acme.localhost"
 TEXT = (
     "Vector databases store embeddings for semantic search. "
     "BM25 ranks documents by term frequency and inverse document frequency. "
-    "Fuzzy matching tolerates typos such as databse or serach in a query. "
+    "Fuzzy matching tolerates misspelled words in a search query. "
 ) * 3
 
 
@@ -58,13 +58,13 @@ def test_login_ingest_search_list_delete(portal_server: PortalServer, source: st
             "/api/rag/search",
             json={
                 "collection": source,
-                "query": "databse serach",
+                "query": "frequncy serach",
                 "strategy": "bm25",
                 "correct_typos": True,
             },
         ).json()
-        assert typo["corrected_query"] == "database search"
-        assert {c["original"] for c in typo["corrections"]} == {"databse", "serach"}
+        assert typo["corrected_query"] == "frequency search"
+        assert {c["original"] for c in typo["corrections"]} == {"frequncy", "serach"}
 
         listed = {c["name"]: c for c in api.get("/api/rag/collections").json()}
         assert listed[source]["document_count"] == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,9 @@ DATA = '{"question": "What is hybrid search?", "answer": "RRF fusion."}\n'
 
 
 @pytest.fixture
-def source(portal_server: PortalServer, django_db_blocker: pytest.FixtureRequest) -> str:
-    """A collection name allowlisted in acme for this test only, so tests never share data."""
-    from tenants.services import rag_source_set
-
-    name = f"cli_{uuid.uuid4().hex[:10]}"
-    with django_db_blocker.unblock():  # type: ignore[attr-defined]
-        rag_source_set(schema_name="acme", name=name, enabled=True, actor="tests")
-    return name
+def source(portal_server: PortalServer) -> str:
+    """A collection name allowlisted for this test only, so tests never share data."""
+    return portal_server.new_source()
 
 
 def make_docs(root: Path) -> Path:
