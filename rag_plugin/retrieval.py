@@ -174,6 +174,7 @@ class RetrievalProfile:
     ``RAG_RERANK_MODE``. ``rerank_alpha=None`` reads ``RAG_RERANK_ALPHA`` (default 0.15).
     ``vision`` says whether the answering model reads images. ``expand_query`` (hybrid only)
     expands the lexical legs' query with ``language``'s stopwords and the ``synonyms`` table.
+    ``include_sources`` is for the caller: whether its response lists the sources.
     """
 
     retrieval_k: int = 8
