@@ -49,7 +49,7 @@ def _owner(slug: str) -> Owner:
 
 
 def _store(request: HttpRequest) -> PostgresStore:
-    if not request.user.is_superuser:  # type: ignore[union-attr]
+    if not request.user.is_superuser:
         raise PermissionDenied("Only tenant admins manage RAG data.")
     return store_for(connection.schema_name)  # type: ignore[attr-defined]
 

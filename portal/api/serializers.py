@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_plugin.search import SearchStrategy
 from rest_framework import serializers
 
 from portal.api.fields import (
@@ -16,15 +15,16 @@ from portal.api.fields import (
 )
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, validate_collection_name
 
 MAX_QUERY_CHARS = 10_000
 MAX_TAGS = 50
 
 
-def _collection_name(value: str) -> str:
+def _collection_name(value: str) -> None:
     try:
-        return validate_collection_name(value)
+        validate_collection_name(value)
     except InvalidInputError as exc:
         raise serializers.ValidationError(str(exc)) from None
 
@@ -57,7 +57,10 @@ class IngestInput(InputSerializer):
     collection = CollectionField()
     content = StrictCharField(trim_whitespace=False)
     title = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
-    source = StrictCharField(required=False, allow_blank=True, max_length=1000, default="")
+    # DRF collects declared fields, so a field may be named like Field.source.
+    source = StrictCharField(  # type: ignore[assignment]
+        required=False, allow_blank=True, max_length=1000, default=""
+    )
     tags = serializers.ListField(
         child=StrictCharField(max_length=100), required=False, max_length=MAX_TAGS, default=list
     )
@@ -106,7 +109,7 @@ class SearchInput(InputSerializer):
 
 class ChunkMetadataOutput(serializers.Serializer):  # type: ignore[type-arg]
     title = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     created_at = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     document_id = serializers.CharField()
@@ -160,7 +163,7 @@ class CollectionDeleteOutput(serializers.Serializer):  # type: ignore[type-arg]
 class DocumentOutput(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.CharField()
     collection = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     title = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     content_hash = serializers.CharField()

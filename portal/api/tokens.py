@@ -52,9 +52,10 @@ def user_for_token(*, token: str, schema_name: str) -> AbstractBaseUser | None:
         payload = signing.loads(token, salt=_salt(schema_name), max_age=token_ttl_seconds())
     except signing.BadSignature:  # includes SignatureExpired
         return None
-    if not isinstance(payload, dict):
+    uid = payload.get("uid") if isinstance(payload, dict) else None
+    if not isinstance(uid, int):
         return None
-    user = get_user_model().objects.filter(pk=payload.get("uid"), is_active=True).first()
+    user = get_user_model().objects.filter(pk=uid, is_active=True).first()
     if user is None or payload.get("pv") != _password_version(user):
         return None
     return user

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import AuthenticationFailed
@@ -20,6 +21,11 @@ from portal.api.tokens import issue_token
 from portal.rag import selectors, services
 from rag_plugin.engine import SearchHit
 from rag_plugin.stores.base import ChunkRecord, DocumentRecord
+
+
+def _caller(request: Request) -> AbstractBaseUser:
+    # IsAuthenticated has run: the user is a real account of this tenant.
+    return cast(AbstractBaseUser, request.user)
 
 
 def _shared(request: Request) -> bool:
@@ -119,7 +125,7 @@ class IngestView(APIView):
     def post(self, request: Request) -> Response:
         body = s.IngestInput(data=request.data)
         body.is_valid(raise_exception=True)
-        ingested = services.document_ingest(user=request.user, **body.validated_data)
+        ingested = services.document_ingest(user=_caller(request), **body.validated_data)
         result = ingested.result
         return Response(
             s.IngestOutput(
@@ -145,7 +151,7 @@ class SearchView(APIView):
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
         data.pop("rerank")
-        outcome = selectors.rag_search(user=request.user, **data)
+        outcome = selectors.rag_search(user=_caller(request), **data)
         results = [_hit(hit) for hit in outcome.hits]
         return Response(
             {
@@ -176,7 +182,7 @@ class CollectionListView(APIView):
     @extend_schema(parameters=[SHARED_PARAM], responses={200: s.CollectionOutput(many=True)})
     def get(self, request: Request) -> Response:
         shared = _shared(request)
-        collections = selectors.collection_list(user=request.user, shared=shared)
+        collections = selectors.collection_list(user=_caller(request), shared=shared)
         return Response(
             [
                 {
@@ -201,7 +207,7 @@ class CollectionDeleteView(APIView):
     def delete(self, request: Request) -> Response:
         body = s.CollectionDeleteInput(data=request.data)
         body.is_valid(raise_exception=True)
-        deleted = services.collection_delete(user=request.user, **body.validated_data)
+        deleted = services.collection_delete(user=_caller(request), **body.validated_data)
         return Response(
             {
                 "success": True,
@@ -228,7 +234,7 @@ class DocumentListView(APIView):
         page = s.PageInput(data=request.query_params.dict())
         page.is_valid(raise_exception=True)
         documents = selectors.document_list(
-            user=request.user, collection=collection, **page.validated_data
+            user=_caller(request), collection=collection, **page.validated_data
         )
         return Response(
             {
@@ -248,7 +254,9 @@ class DocumentView(APIView):
     @extend_schema(parameters=[SHARED_PARAM], responses={200: s.DocumentDetailOutput, **ERRORS})
     def get(self, request: Request, document_id: str) -> Response:
         shared = _shared(request)
-        found = selectors.document_find(user=request.user, document_id=document_id, shared=shared)
+        found = selectors.document_find(
+            user=_caller(request), document_id=document_id, shared=shared
+        )
         chunks = selectors.document_chunks(found=found)
         return Response({**_document(found.document), "chunks": [_chunk(c) for c in chunks]})
 
@@ -256,6 +264,6 @@ class DocumentView(APIView):
     def delete(self, request: Request, document_id: str) -> Response:
         shared = _shared(request)
         collection = services.document_delete(
-            user=request.user, document_id=document_id, shared=shared
+            user=_caller(request), document_id=document_id, shared=shared
         )
         return Response({"success": True, "document_id": document_id, "collection": collection})

@@ -21,6 +21,14 @@ from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
 
 _ensured_schemas: set[str] = set()
+
+
+def _rag() -> dict[str, Any]:
+    """The ``RAG`` settings block (see portal/settings.py for every key and its default)."""
+    block: dict[str, Any] = settings.RAG
+    return block
+
+
 _ensure_lock = threading.Lock()
 
 
@@ -40,7 +48,7 @@ def _conninfo() -> str:
 @cache
 def pool() -> ConnectionPool[Any]:
     """The process's pool of connections for stores and embedding caches."""
-    size = int(settings.RAG["POOL_MAX_SIZE"])
+    size = int(_rag()["POOL_MAX_SIZE"])
     return ConnectionPool(
         _conninfo(),
         min_size=1,
@@ -53,7 +61,7 @@ def pool() -> ConnectionPool[Any]:
 
 def store_for(schema_name: str) -> PostgresStore:
     """The RAG store of one tenant schema (tables created or migrated once per process)."""
-    store = PostgresStore(pool(), schema=schema_name, create_schema=False, **settings.RAG["HNSW"])
+    store = PostgresStore(pool(), schema=schema_name, create_schema=False, **_rag()["HNSW"])
     if schema_name not in _ensured_schemas:
         with _ensure_lock:
             if schema_name not in _ensured_schemas:
@@ -66,18 +74,18 @@ def embedder_for(schema_name: str) -> Embedder:
     """The deployment's embedder, with the tenant's persistent embedding cache (E7)."""
     store_for(schema_name)  # makes sure the cache table exists
     embedding_cache = PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
-    backend = settings.RAG["EMBEDDER"]
+    backend = _rag()["EMBEDDER"]
     if backend == "fastembed":
-        return FastEmbedEmbedder(settings.RAG["EMBEDDING_MODEL"] or None, cache=embedding_cache)
+        return FastEmbedEmbedder(_rag()["EMBEDDING_MODEL"] or None, cache=embedding_cache)
     if backend == "fake":
         from rag_plugin.testing import FakeEmbedder
 
-        return FakeEmbedder(int(settings.RAG["FAKE_DIMENSIONS"]), cache=embedding_cache)
+        return FakeEmbedder(int(_rag()["FAKE_DIMENSIONS"]), cache=embedding_cache)
     if backend == "http":
         from rag_plugin.embedding.http import HttpEmbedder
 
         return HttpEmbedder(
-            settings.RAG["EMBEDDING_URL"], settings.RAG["EMBEDDING_MODEL"], cache=embedding_cache
+            _rag()["EMBEDDING_URL"], _rag()["EMBEDDING_MODEL"], cache=embedding_cache
         )
     raise ConfigurationError(
         f"Unknown RAG_EMBEDDER: {backend}. Use: fastembed, http, fake (fake is for tests)."
