@@ -158,6 +158,12 @@ RAG = {
     "EMBEDDING_URL": os.environ.get("RAG_EMBEDDING_URL", ""),
     "FAKE_DIMENSIONS": int(os.environ.get("RAG_FAKE_DIMENSIONS", "16")),
     "POOL_MAX_SIZE": int(os.environ.get("RAG_POOL_MAX_SIZE", "8")),
+    # The answer endpoint's LLM: an OpenAI-compatible endpoint (base URL with /v1). Unset →
+    # /api/rag/answer returns the context and sources with answer null.
+    "LLM_URL": os.environ.get("RAG_LLM_URL", ""),
+    "LLM_MODEL": os.environ.get("RAG_LLM_MODEL", ""),
+    "LLM_API_KEY": os.environ.get("RAG_LLM_API_KEY", ""),
+    "LLM_TIMEOUT_SECONDS": float(os.environ.get("RAG_LLM_TIMEOUT_SECONDS", "60")),
     "HNSW": {
         "hnsw_m": int(os.environ.get("RAG_HNSW_M", "16")),
         "hnsw_ef_construction": int(os.environ.get("RAG_HNSW_EF_CONSTRUCTION", "64")),

@@ -15,7 +15,14 @@ from django.contrib.auth.models import Group, User
 from django.http import HttpRequest
 from django_tenants.admin import TenantAdminMixin
 
-from tenants.models import Domain, RagSource, Tenant
+from tenants.models import (
+    Domain,
+    ProfileCollection,
+    RagSource,
+    RetrievalProfile,
+    Synonym,
+    Tenant,
+)
 
 
 class PlatformAdminSite(admin.AdminSite):
@@ -71,3 +78,25 @@ class RagSourceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             obj.created_by = actor
         obj.updated_by = actor
         super().save_model(request, obj, form, change)
+
+
+class ProfileCollectionInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = ProfileCollection
+    extra = 1
+
+
+@admin.register(RetrievalProfile)
+class RetrievalProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Retrieval profiles: which collections to search, how to weigh, filter and rerank."""
+
+    list_display = ("name", "strategy", "retrieval_k", "min_relevance", "rerank", "expand_query")
+    search_fields = ("name", "description")
+    inlines = (ProfileCollectionInline,)
+
+
+@admin.register(Synonym)
+class SynonymAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The tenant's synonym table for lexical query expansion."""
+
+    list_display = ("term", "synonyms")
+    search_fields = ("term", "synonyms")

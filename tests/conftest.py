@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -18,6 +19,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from portal.embedded_db import PROJECT_ROOT
+from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer, fake_llm_server
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class PortalServer:
     password: str
     database_url: str
     _tokens: dict[tuple[str, str], str]
+    env: dict[str, str]
 
     def url_for(self, host: str) -> str:
         """The base URL a browser would use for a tenant host (``*.localhost`` → loopback)."""
@@ -136,13 +139,73 @@ def _manage(env: dict[str, str], *args: str) -> None:
     )
 
 
+@contextmanager
+def _gunicorn(env: dict[str, str], name: str) -> Iterator[int]:
+    """Run the portal under gunicorn on a free loopback port until the block ends."""
+    port = _free_port()
+    log_path = PROJECT_ROOT / ".data" / f"{name}.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "portal.wsgi",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "120",
+            ],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"portal server exited; see {log_path}")
+                try:
+                    response = httpx.get(
+                        f"http://127.0.0.1:{port}/health",
+                        headers={"Host": f"acme.localhost:{port}"},
+                        timeout=5,
+                    )
+                    if response.status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"portal server did not start in 60 s; see {log_path}")
+                time.sleep(0.2)
+            yield port
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+LLM_REPLY = "Hybrid search fuses rankings [1]. It also uses BM25 [2]."
+
+
 @pytest.fixture(scope="session")
-def portal_server() -> Iterator[PortalServer]:
+def fake_llm() -> Iterator[FakeLLMServer]:
+    """An OpenAI-compatible chat server on loopback with canned replies (the deployment's LLM)."""
+    with fake_llm_server(LLM_REPLY) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def portal_server(fake_llm: FakeLLMServer) -> Iterator[PortalServer]:
     """Serve the portal from a separate gunicorn process on a database of its own.
 
     ``bootstrap_demo`` makes tenants acme (admin, alice, bob) and globex (admin, carol) with
     ``DEMO_PASSWORD`` and allowlists the source ``docs``. The embedder is the deterministic fake
-    (vector values don't matter for the API's behaviour).
+    (vector values don't matter for the API's behaviour); the LLM is ``fake_llm``.
     """
     from portal.embedded_db import database_url
 
@@ -160,57 +223,28 @@ def portal_server() -> Iterator[PortalServer]:
         "DATABASE_URL": url,
         "RAG_EMBEDDER": "fake",
         "RAG_LOGIN_RATE": "1000/minute",
+        "RAG_LLM_URL": fake_llm.api_base,
+        "RAG_LLM_MODEL": "fake-chat",
         "DJANGO_DEBUG": "false",
         "DJANGO_SECRET_KEY": "test-secret-key-for-the-portal-server-fixture",
         "DJANGO_ALLOWED_HOSTS": "localhost,.localhost,127.0.0.1",
     }
-    _manage(env, "migrate_schemas", "--verbosity", "0")
-    _manage(env, "createcachetable")
-    _manage(env, "bootstrap_demo", "--password", DEMO_PASSWORD)
-    port = _free_port()
-    log_path = PROJECT_ROOT / ".data" / "portal-server-test.log"
-    log = open(log_path, "w")  # noqa: SIM115 - closed in the finally below
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "portal.wsgi",
-            "--workers",
-            "2",
-            "--threads",
-            "4",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--timeout",
-            "120",
-        ],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    server = PortalServer(port, DEMO_PASSWORD, url, {})
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"portal server exited; see {log_path}")
-            try:
-                with server.client("acme.localhost") as client:
-                    if client.get("/health").status_code == 200:
-                        break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"portal server did not start in 60 s; see {log_path}")
-            time.sleep(0.2)
-        yield server
+        _manage(env, "migrate_schemas", "--verbosity", "0")
+        _manage(env, "createcachetable")
+        _manage(env, "bootstrap_demo", "--password", DEMO_PASSWORD)
+        with _gunicorn(env, "portal-server-test") as port:
+            yield PortalServer(port, DEMO_PASSWORD, url, {}, env)
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture(scope="session")
+def portal_server_without_llm(portal_server: PortalServer) -> Iterator[PortalServer]:
+    """A second server on the same database, deployed with no LLM configured."""
+    env = {k: v for k, v in portal_server.env.items() if not k.startswith("RAG_LLM_")}
+    with _gunicorn(env, "portal-server-no-llm-test") as port:
+        yield PortalServer(port, portal_server.password, portal_server.database_url, {}, env)

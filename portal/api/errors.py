@@ -36,6 +36,14 @@ class PayloadTooLarge(drf.APIException):
     default_code = "PAYLOAD_TOO_LARGE"
 
 
+class UpstreamError(drf.APIException):
+    """A service the portal depends on (the LLM) failed."""
+
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_detail = "An upstream service failed."
+    default_code = "EXTERNAL_SERVICE_ERROR"
+
+
 # rag_plugin errors, most specific first: (class, HTTP status, API code).
 RAG_ERRORS: tuple[tuple[type[rag.RagError], int, str], ...] = (
     (rag.CollectionExistsError, 409, "CONFLICT"),
@@ -53,6 +61,7 @@ RAG_ERRORS: tuple[tuple[type[rag.RagError], int, str], ...] = (
 DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
     (SourceNotAllowed, "FORBIDDEN"),
     (PayloadTooLarge, "PAYLOAD_TOO_LARGE"),
+    (UpstreamError, "EXTERNAL_SERVICE_ERROR"),
     (drf.NotAuthenticated, "AUTHENTICATION_FAILED"),
     (drf.AuthenticationFailed, "AUTHENTICATION_FAILED"),
     (drf.PermissionDenied, "FORBIDDEN"),

@@ -210,3 +210,66 @@ class SharedQuery(serializers.Serializer):  # type: ignore[type-arg]
 class PageInput(SharedQuery):
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
     offset = serializers.IntegerField(required=False, default=0, min_value=0)
+
+
+class CollectionRefInput(InputSerializer):
+    name = CollectionField()
+    weight = StrictFloatField(required=False, default=1.0, min_value=0.0)
+    priority = StrictIntegerField(required=False, default=0)
+    shared = StrictBooleanField(required=False, default=False)
+
+
+RERANK_MODES = ("lexical", "cross-encoder", "off")
+
+
+class ContextInput(InputSerializer):
+    profile = StrictCharField(required=False, max_length=63)
+    collections = CollectionRefInput(many=True, required=False)
+    query = StrictCharField(max_length=MAX_QUERY_CHARS)
+    k = StrictIntegerField(required=False, min_value=1, max_value=100)
+    min_relevance = StrictFloatField(required=False)
+    rerank = serializers.ChoiceField(choices=RERANK_MODES, required=False)
+
+    def validate_collections(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not value:
+            raise serializers.ValidationError("List at least one collection.")
+        if len(value) > 20:
+            raise serializers.ValidationError("At most 20 collections per request.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("profile" in attrs) == ("collections" in attrs):
+            raise serializers.ValidationError(
+                {"profile": ["Give either a profile or a list of collections, not both."]}
+            )
+        return attrs
+
+
+class SourceOutput(serializers.Serializer):  # type: ignore[type-arg]
+    footnote_id = serializers.IntegerField()
+    chunk_id = serializers.CharField()
+    document_id = serializers.CharField()
+    title = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
+    collection = serializers.CharField()
+    relevance = serializers.FloatField()
+    rerank = serializers.DictField(allow_null=True)
+    chunk_index = serializers.IntegerField()
+    start_offset = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+    excerpt = serializers.CharField()
+    has_image = serializers.BooleanField()
+
+
+class ContextOutput(serializers.Serializer):  # type: ignore[type-arg]
+    context = serializers.CharField()  # type: ignore[assignment]
+    sources = SourceOutput(many=True)
+    profile = serializers.CharField(allow_null=True)
+    relevance_fallback = serializers.BooleanField()
+    skipped_collections = serializers.ListField(child=serializers.CharField())
+
+
+class AnswerOutput(ContextOutput):
+    answer = serializers.CharField(allow_null=True)
+    cited = serializers.ListField(child=serializers.IntegerField())
+    message = serializers.CharField(allow_null=True)

@@ -17,6 +17,8 @@ urlpatterns = [
         name="api-documents",
     ),
     path("rag/documents/<str:document_id>", views.DocumentView.as_view(), name="api-document"),
+    path("rag/context", views.ContextView.as_view(), name="api-context"),
+    path("rag/answer", views.AnswerView.as_view(), name="api-answer"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

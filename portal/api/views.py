@@ -19,6 +19,12 @@ from portal.api import serializers as s
 from portal.api.throttling import LoginRateThrottle
 from portal.api.tokens import issue_token
 from portal.rag import selectors, services
+from portal.rag.profiles import (
+    ProfileContext,
+    RequestedCollection,
+    profile_answer,
+    profile_context,
+)
 from rag_plugin.engine import SearchHit
 from rag_plugin.stores.base import ChunkRecord, DocumentRecord
 
@@ -267,3 +273,65 @@ class DocumentView(APIView):
             user=_caller(request), document_id=document_id, shared=shared
         )
         return Response({"success": True, "document_id": document_id, "collection": collection})
+
+
+def _profile_request(request: Request) -> dict[str, Any]:
+    body = s.ContextInput(data=request.data)
+    body.is_valid(raise_exception=True)
+    data = body.validated_data
+    overrides = {
+        field: data[key]
+        for key, field in (
+            ("k", "retrieval_k"),
+            ("min_relevance", "min_relevance"),
+            ("rerank", "rerank"),
+        )
+        if key in data
+    }
+    return {
+        "user": _caller(request),
+        "query": data["query"],
+        "profile": data.get("profile"),
+        "collections": [RequestedCollection(**c) for c in data.get("collections", [])],
+        "overrides": overrides,
+    }
+
+
+def _context_body(found: ProfileContext) -> dict[str, Any]:
+    return {
+        "context": found.context.context,
+        "sources": [source.as_dict() for source in found.context.sources]
+        if found.include_sources
+        else [],
+        "profile": found.profile,
+        "relevance_fallback": found.retrieval.relevance_fallback,
+        "skipped_collections": list(found.skipped),
+    }
+
+
+class ContextView(APIView):
+    """Numbered context and sources from several collections or a profile (SPEC A7, R4)."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(request=s.ContextInput, responses={200: s.ContextOutput, **ERRORS})
+    def post(self, request: Request) -> Response:
+        return Response(_context_body(profile_context(**_profile_request(request))))
+
+
+class AnswerView(APIView):
+    """An answer with [N] citations from the deployment's LLM, or the context alone (R5)."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(request=s.ContextInput, responses={200: s.AnswerOutput, **ERRORS})
+    def post(self, request: Request) -> Response:
+        result = profile_answer(**_profile_request(request))
+        return Response(
+            {
+                **_context_body(result.found),
+                "answer": result.answer,
+                "cited": list(result.cited),
+                "message": result.message,
+            }
+        )

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from llama_index.core.llms import LLM
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
@@ -89,4 +90,20 @@ def embedder_for(schema_name: str) -> Embedder:
         )
     raise ConfigurationError(
         f"Unknown RAG_EMBEDDER: {backend}. Use: fastembed, http, fake (fake is for tests)."
+    )
+
+
+def llm() -> LLM | None:
+    """The deployment's answering LLM, or None when none is configured (SPEC R5)."""
+    rag = _rag()
+    if not rag["LLM_URL"] or not rag["LLM_MODEL"]:
+        return None
+    from rag_plugin.llama_index.query_engine import openai_compatible_llm
+
+    return openai_compatible_llm(
+        rag["LLM_URL"],
+        rag["LLM_MODEL"],
+        api_key=rag["LLM_API_KEY"] or None,
+        timeout=float(rag["LLM_TIMEOUT_SECONDS"]),
+        max_retries=0,
     )

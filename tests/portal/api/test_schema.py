@@ -22,6 +22,8 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
         "/api/rag/collection": {"delete"},
         "/api/rag/collections/{collection}/documents": {"get"},
         "/api/rag/documents/{document_id}": {"get", "delete"},
+        "/api/rag/context": {"post"},
+        "/api/rag/answer": {"post"},
     }
     ingest = schema["components"]["schemas"]["IngestInput"]
     assert set(ingest["required"]) == {"collection", "content"}

@@ -1,0 +1,147 @@
+"""Multi-collection retrieval for the context and answer endpoints (SPEC R1–R5, A7).
+
+A request names a retrieval profile (collections configured by the tenant admin) or lists
+collections itself. Profile collections the caller cannot use (a disabled source, or a private
+collection the caller does not have) are skipped; collections the caller names explicitly must
+exist and be allowed, as on every other endpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from rest_framework.exceptions import NotFound
+
+from portal.api.errors import SourceNotAllowed, UpstreamError
+from portal.rag.runtime import embedder_for, llm
+from portal.rag.scope import scope_for
+from rag_plugin.citations import ContextResult, build_context_result
+from rag_plugin.engine import CollectionSearcher
+from rag_plugin.exceptions import CollectionNotFoundError
+from rag_plugin.retrieval import CollectionRef, MultiCollectionRetriever, RetrievalResult
+from rag_plugin.retrieval import RetrievalProfile as LibraryProfile
+from tenants.models import RetrievalProfile
+
+logger = logging.getLogger("portal.rag")
+
+NO_LLM_MESSAGE = (
+    "No LLM is configured for this deployment (set RAG_LLM_URL and RAG_LLM_MODEL); "
+    "the context and sources are returned without an answer."
+)
+
+
+@dataclass(frozen=True)
+class RequestedCollection:
+    name: str
+    weight: float = 1.0
+    priority: int = 0
+    shared: bool = False
+
+
+@dataclass(frozen=True)
+class ProfileContext:
+    context: ContextResult
+    retrieval: RetrievalResult
+    include_sources: bool
+    profile: str | None
+    skipped: tuple[str, ...]
+
+
+def _refs(
+    user: AbstractBaseUser, wanted: Sequence[RequestedCollection], *, strict: bool
+) -> tuple[list[CollectionRef], list[str]]:
+    refs, skipped = [], []
+    for item in wanted:
+        label = f"{item.name} ({'shared' if item.shared else 'own'})"
+        try:
+            scope = scope_for(user=user, collection=item.name, shared=item.shared)
+            info = scope.store.get_collection(item.name, owner=scope.owner)
+        except (SourceNotAllowed, CollectionNotFoundError):
+            if strict:
+                raise
+            skipped.append(label)
+            continue
+        refs.append(
+            CollectionRef(info, weight=item.weight, priority=item.priority, label=item.name)
+        )
+    return refs, skipped
+
+
+def profile_context(
+    *,
+    user: AbstractBaseUser,
+    query: str,
+    profile: str | None = None,
+    collections: Sequence[RequestedCollection] = (),
+    overrides: dict[str, Any] | None = None,
+) -> ProfileContext:
+    """Retrieve the best chunks for ``query`` and number them as context and sources."""
+    started = time.perf_counter()
+    overrides = overrides or {}
+    if profile is not None:
+        configured = RetrievalProfile.objects.filter(name=profile).first()
+        if configured is None:
+            raise NotFound(f"Retrieval profile '{profile}' not found.")
+        wanted = [
+            RequestedCollection(c.collection, c.weight, c.priority, c.shared)
+            for c in configured.collections.all()
+        ]
+        library_profile = configured.to_library(**overrides)
+        refs, skipped = _refs(user, wanted, strict=False)
+    else:
+        library_profile = LibraryProfile(**overrides)
+        refs, skipped = _refs(user, collections, strict=True)
+    scope = scope_for(user=user, collection=None)
+    retriever = MultiCollectionRetriever(
+        CollectionSearcher(scope.store, embedder_for(scope.schema_name))
+    )
+    retrieval = retriever.run(query, refs, library_profile) if refs else None
+    result = (
+        retrieval
+        if retrieval is not None
+        else RetrievalResult((), query, None, 0, relevance_fallback=False)
+    )
+    context = build_context_result(result.chunks)
+    logger.info(
+        "rag.context",
+        extra={
+            "event": "rag.context",
+            "tenant": scope.schema_name,
+            "user": user.get_username(),
+            "profile": profile,
+            "collections": [ref.collection.name for ref in refs],
+            "skipped": skipped,
+            "chunks": len(result.chunks),
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
+    return ProfileContext(context, result, library_profile.include_sources, profile, tuple(skipped))
+
+
+@dataclass(frozen=True)
+class ProfileAnswer:
+    found: ProfileContext
+    answer: str | None
+    cited: tuple[int, ...]
+    message: str | None
+
+
+def profile_answer(**request: Any) -> ProfileAnswer:
+    """Answer ``query`` from the retrieved context with the deployment's LLM, if any (R5)."""
+    from rag_plugin.llama_index.query_engine import answer
+
+    found = profile_context(**request)
+    model = llm()
+    if model is None:
+        return ProfileAnswer(found, None, (), NO_LLM_MESSAGE)
+    try:
+        result = answer(model, request["query"], found.context)
+    except Exception as exc:  # the LLM client's own errors: connection, HTTP, parsing
+        logger.warning("LLM call failed: %s", exc)
+        raise UpstreamError(f"The LLM service failed: {exc}") from exc
+    return ProfileAnswer(found, result.answer, result.cited, None)
