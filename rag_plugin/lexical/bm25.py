@@ -20,11 +20,11 @@ from collections.abc import Container
 from typing import Any, Self
 
 import numpy as np
-import numpy.typing as npt
 
 from rag_plugin.exceptions import InvalidInputError, StoreError
 from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
 from rag_plugin.lexical.persistence import read_json_object, write_json_atomically
+from rag_plugin.lexical.slots import DocumentSlots, FloatArray, IntArray, top_by_score
 
 __all__ = [
     "DEFAULT_B",
@@ -41,8 +41,6 @@ DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
 
 _WHAT = "BM25 index"
-_FloatArray = npt.NDArray[np.float64]
-_IntArray = npt.NDArray[np.intp]
 
 
 def bm25_idf(doc_count: int, df: int) -> float:
@@ -96,13 +94,11 @@ class Bm25Index:
 
     def clear(self) -> None:
         """Forget every document."""
-        self._slot_of: dict[str, int] = {}
-        self._ids: list[str | None] = []
-        self._free: list[int] = []
-        self._lengths: _FloatArray = np.zeros(16, dtype=np.float64)
+        self._slots = DocumentSlots()
+        self._lengths: FloatArray = np.zeros(16, dtype=np.float64)
         self._doc_terms: dict[str, dict[str, int]] = {}
         self._postings: dict[str, dict[int, int]] = {}
-        self._arrays: dict[str, tuple[_IntArray, _FloatArray]] = {}
+        self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
         self._total_length = 0
 
     def add_document(self, doc_id: str, content: str) -> None:
@@ -111,15 +107,10 @@ class Bm25Index:
 
     def _add_terms(self, doc_id: str, terms: Counter[str]) -> None:
         self.remove_document(doc_id)
-        slot = self._free.pop() if self._free else len(self._ids)
-        if slot == len(self._ids):
-            self._ids.append(doc_id)
-            if slot >= len(self._lengths):
-                self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
-        else:
-            self._ids[slot] = doc_id
+        slot = self._slots.add(doc_id)
+        if slot >= len(self._lengths):
+            self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
         length = terms.total()
-        self._slot_of[doc_id] = slot
         self._lengths[slot] = length
         self._doc_terms[doc_id] = dict(terms)
         self._total_length += length
@@ -129,13 +120,11 @@ class Bm25Index:
 
     def remove_document(self, doc_id: str) -> bool:
         """Remove ``doc_id``; False if it was not indexed."""
-        terms = self._doc_terms.pop(doc_id, None)
-        if terms is None:
+        slot = self._slots.remove(doc_id)
+        if slot is None:
             return False
-        slot = self._slot_of.pop(doc_id)
-        self._ids[slot] = None
+        terms = self._doc_terms.pop(doc_id)
         self._lengths[slot] = 0.0
-        self._free.append(slot)
         self._total_length -= sum(terms.values())
         for term in terms:
             postings = self._postings[term]
@@ -183,9 +172,9 @@ class Bm25Index:
         if top_k == 0 or not tokens or not self._doc_terms:
             return []
         avg = self.avg_doc_length
-        contributions: dict[str, tuple[_IntArray, _FloatArray] | None] = {}
-        scores = np.zeros(len(self._ids), dtype=np.float64)
-        touched: list[_IntArray] = []
+        contributions: dict[str, tuple[IntArray, FloatArray] | None] = {}
+        scores = np.zeros(self._slots.capacity, dtype=np.float64)
+        touched: list[IntArray] = []
         # Term by term in query order, repetitions included, exactly as the seed sums.
         for token in tokens:
             if token in contributions:
@@ -199,17 +188,9 @@ class Bm25Index:
         if not touched:
             return []
         candidates = np.unique(np.concatenate(touched))
-        if allowed_ids is not None:
-            ids = self._ids
-            keep = np.fromiter(
-                (ids[slot] in allowed_ids for slot in candidates.tolist()),
-                dtype=bool,
-                count=len(candidates),
-            )
-            candidates = candidates[keep]
-        return self._top(candidates, scores[candidates], top_k)
+        return top_by_score(candidates, scores[candidates], self._slots.ids, top_k, allowed_ids)
 
-    def _contribution(self, term: str, avg: float) -> tuple[_IntArray, _FloatArray] | None:
+    def _contribution(self, term: str, avg: float) -> tuple[IntArray, FloatArray] | None:
         """The term's postings slots and their score contributions (None if no doc holds it)."""
         postings = self._postings.get(term)
         if not postings:
@@ -226,21 +207,6 @@ class Bm25Index:
         values = idf * (tfs * (k1 + 1.0)) / (tfs + k1 * (1.0 - b + b * self._lengths[slots] / avg))
         return slots, values
 
-    def _top(self, slots: _IntArray, scores: _FloatArray, top_k: int) -> list[tuple[str, float]]:
-        positive = scores > 0.0
-        slots, scores = slots[positive], scores[positive]
-        if len(scores) > top_k:
-            # Everything tied with the k-th score stays in, so ids can break the tie.
-            kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
-            keep = scores >= kth
-            slots, scores = slots[keep], scores[keep]
-        ids = self._ids
-        ranked = sorted(
-            zip((ids[slot] for slot in slots.tolist()), scores.tolist(), strict=True),
-            key=lambda pair: (-pair[1], pair[0]),
-        )
-        return [(str(doc_id), score) for doc_id, score in ranked[:top_k]]
-
     # -- persistence -----------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -251,7 +217,7 @@ class Bm25Index:
                 for doc_id, terms in self._doc_terms.items()
             },
             "inverted_index": {
-                term: sorted(str(self._ids[slot]) for slot in postings)
+                term: sorted(str(self._slots.ids[slot]) for slot in postings)
                 for term, postings in self._postings.items()
             },
             "document_frequencies": {term: len(p) for term, p in self._postings.items()},

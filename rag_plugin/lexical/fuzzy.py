@@ -4,8 +4,9 @@ The per-document score is the seed's: for each whitespace-separated query word t
 ``1 − d/max(byte lengths)`` over the document's whitespace words (2 bytes or longer) within
 ``max_distance`` edits, then ``score = (Σ best / |words|) · (matched / |words|)``, where a query
 word counts as matched when its best similarity is above 0. Search finds the close words with
-rapidfuzz over the distinct words of the corpus and reaches documents through a word → docs
-index, instead of comparing every query word with every word of every document.
+rapidfuzz among the corpus's distinct words of a reachable length (an edit changes the length
+by at most one), reaches documents through a word → documents index, and adds up per-document
+similarities in numpy arrays, in query order, so scores equal :func:`fuzzy_score`'s bit for bit.
 
 Deliberate differences from the seed: a document's text is lowercased before scoring (the seed
 lowercased it when indexing, so scores through the index are the same); correction considers
@@ -24,6 +25,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Self
 
+import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
@@ -32,6 +34,7 @@ from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
 from rag_plugin.lexical.bm25 import validate_top_k
 from rag_plugin.lexical.correction import Correction, QueryCorrection
 from rag_plugin.lexical.persistence import read_json_object, write_json_atomically
+from rag_plugin.lexical.slots import DocumentSlots, FloatArray, IntArray, top_by_score
 
 __all__ = [
     "DEFAULT_MAX_DISTANCE",
@@ -100,22 +103,25 @@ def fuzzy_score(query: str, text: str, max_distance: int = DEFAULT_MAX_DISTANCE)
     return _combine(bests, len(query_words))
 
 
-def _closest(
-    word: str,
-    choices: Sequence[str],
-    max_distance: int,
-    frequency: Mapping[str, int] | None,
+def _matches(word: str, choices: Sequence[str], max_distance: int) -> list[tuple[str, int]]:
+    """Every choice within ``max_distance`` edits of ``word``, with its distance."""
+    if not choices:
+        return []
+    # cdist runs the bit-parallel Levenshtein over all choices in C; farther ones come back as
+    # max_distance + 1.
+    row = process.cdist(
+        [word], choices, scorer=Levenshtein.distance, score_cutoff=max_distance, dtype=np.int32
+    )[0]
+    return [(choices[i], int(row[i])) for i in np.flatnonzero(row <= max_distance).tolist()]
+
+
+def _pick(
+    matches: Iterable[tuple[str, int]], frequency: Mapping[str, int] | None
 ) -> tuple[str, int] | None:
-    matches = process.extract(
-        word, choices, scorer=Levenshtein.distance, score_cutoff=max_distance, limit=None
-    )
-    if not matches:
-        return None
     counts: Mapping[str, int] = frequency if frequency is not None else {}
-    best, distance, _ = min(
-        matches, key=lambda match: (match[1], -counts.get(match[0], 0), match[0])
+    return min(
+        matches, key=lambda match: (match[1], -counts.get(match[0], 0), match[0]), default=None
     )
-    return best, int(distance)
 
 
 def correct_word_against(
@@ -133,7 +139,23 @@ def correct_word_against(
     _validate_max_distance(max_distance)
     lowered = word.lower()
     choices = vocabulary if isinstance(vocabulary, Sequence) else list(vocabulary)
-    return _closest(lowered, choices, max_distance, frequency)
+    return _pick(_matches(lowered, choices, max_distance), frequency)
+
+
+def _by_length(words: Iterable[str]) -> dict[int, list[str]]:
+    buckets: dict[int, list[str]] = {}
+    for word in words:
+        buckets.setdefault(len(word), []).append(word)
+    return buckets
+
+
+def _near(buckets: Mapping[int, list[str]], word: str, max_distance: int) -> list[tuple[str, int]]:
+    """Every bucketed word within ``max_distance`` edits of ``word``, with its distance."""
+    # Each edit changes the length by at most one character, so only nearby buckets can match.
+    found: list[tuple[str, int]] = []
+    for length in range(len(word) - max_distance, len(word) + max_distance + 1):
+        found.extend(_matches(word, buckets.get(length, ()), max_distance))
+    return found
 
 
 class FuzzyIndex:
@@ -151,31 +173,37 @@ class FuzzyIndex:
     def clear(self) -> None:
         """Forget every document and the whole vocabulary."""
         self._documents: dict[str, str] = {}
-        self._word_docs: dict[str, set[str]] = {}
+        self._slots = DocumentSlots()
+        self._word_docs: dict[str, set[int]] = {}
+        self._word_arrays: dict[str, IntArray] = {}
         self._term_df: Counter[str] = Counter()
-        self._words: list[str] | None = None
-        self._terms: list[str] | None = None
+        self._words: dict[int, list[str]] | None = None
+        self._terms: dict[int, list[str]] | None = None
 
     def add_document(self, doc_id: str, content: str) -> None:
         """Index ``content`` under ``doc_id``, replacing what that id held before."""
         self.remove_document(doc_id)
         lowered = content.lower()
         self._documents[doc_id] = lowered
+        slot = self._slots.add(doc_id)
         for word in set(_text_words(lowered)):
-            self._word_docs.setdefault(word, set()).add(doc_id)
+            self._word_docs.setdefault(word, set()).add(slot)
+            self._word_arrays.pop(word, None)
         self._term_df.update(set(self.analyzer.tokens(lowered)))
         self._words = self._terms = None
 
     def remove_document(self, doc_id: str) -> bool:
         """Remove ``doc_id`` and the vocabulary terms no other document holds."""
-        lowered = self._documents.pop(doc_id, None)
-        if lowered is None:
+        slot = self._slots.remove(doc_id)
+        if slot is None:
             return False
+        lowered = self._documents.pop(doc_id)
         for word in set(_text_words(lowered)):
             holders = self._word_docs[word]
-            holders.discard(doc_id)
+            holders.discard(slot)
             if not holders:
                 del self._word_docs[word]
+            self._word_arrays.pop(word, None)
         for term in set(self.analyzer.tokens(lowered)):
             self._term_df[term] -= 1
             if self._term_df[term] <= 0:
@@ -201,19 +229,22 @@ class FuzzyIndex:
         """Each vocabulary term's document frequency (read-only)."""
         return MappingProxyType(self._term_df)
 
-    def _vocabulary_list(self) -> list[str]:
+    def _terms_near(self, word: str) -> list[tuple[str, int]]:
+        """Vocabulary terms within ``max_distance`` edits of ``word``, with their distances."""
         if self._terms is None:
-            self._terms = list(self._term_df)
-        return self._terms
+            self._terms = _by_length(self._term_df)
+        return _near(self._terms, word, self.max_distance)
 
-    def _word_list(self) -> list[str]:
+    def _words_near(self, word: str) -> list[tuple[str, int]]:
+        """Document words within ``max_distance`` edits of ``word``, with their distances."""
         if self._words is None:
-            self._words = list(self._word_docs)
-        return self._words
+            self._words = _by_length(self._word_docs)
+        return _near(self._words, word, self.max_distance)
 
     def correct_word(self, word: str) -> tuple[str, int] | None:
         """The closest vocabulary term to ``word`` and its distance (see correct_word_against)."""
-        return _closest(word.lower(), self._vocabulary_list(), self.max_distance, self._term_df)
+        lowered = word.lower()
+        return _pick(self._terms_near(lowered), self._term_df)
 
     def correct_query(self, query: str) -> QueryCorrection:
         """Replace each analyzer term of ``query`` by its closest vocabulary term.
@@ -248,49 +279,40 @@ class FuzzyIndex:
         query_words = query.lower().split()
         if top_k == 0 or not query_words or not self._documents:
             return []
-        best_by_word: dict[str, dict[str, float]] = {}
-        totals: dict[str, float] = {}
-        matched: Counter[str] = Counter()
+        capacity = self._slots.capacity
+        totals = np.zeros(capacity, dtype=np.float64)
+        matched = np.zeros(capacity, dtype=np.float64)
+        best_by_word: dict[str, FloatArray] = {}
         # Query word by query word, so each document sums its similarities in the same order
-        # as fuzzy_score and gets the same float.
+        # as fuzzy_score (adding 0.0 for an unmatched word changes nothing) and gets its float.
         for query_word in query_words:
-            bests = best_by_word.get(query_word)
-            if bests is None:
-                bests = best_by_word[query_word] = self._bests(query_word, allowed_ids)
-            for doc_id, similarity in bests.items():
-                totals[doc_id] = totals.get(doc_id, 0.0) + similarity
-                matched[doc_id] += 1
+            best = best_by_word.get(query_word)
+            if best is None:
+                best = best_by_word[query_word] = self._bests(query_word, capacity)
+            totals += best
+            matched += best > 0.0
+        candidates = np.flatnonzero(totals > 0.0)
         count = len(query_words)
-        scored = [
-            (doc_id, (total / count) * (matched[doc_id] / count))
-            for doc_id, total in totals.items()
-        ]
-        scored = [pair for pair in scored if pair[1] > 0.0]
-        scored.sort(key=lambda pair: (-pair[1], pair[0]))
-        return scored[:top_k]
+        scores = (totals[candidates] / count) * (matched[candidates] / count)
+        return top_by_score(candidates, scores, self._slots.ids, top_k, allowed_ids)
 
-    def _bests(self, query_word: str, allowed_ids: Container[str] | None) -> dict[str, float]:
-        """Each document's best similarity > 0 to ``query_word``."""
-        matches = process.extract(
-            query_word,
-            self._word_list(),
-            scorer=Levenshtein.distance,
-            score_cutoff=self.max_distance,
-            limit=None,
-        )
-        ranked = sorted(
-            ((word_similarity(query_word, word, int(d)), word) for word, d, _ in matches),
-            reverse=True,
-        )
-        bests: dict[str, float] = {}
-        for similarity, word in ranked:
-            if similarity <= 0.0:
-                break
-            for doc_id in self._word_docs[word]:
-                # The first similarity a document gets is its best: ``ranked`` is descending.
-                if doc_id not in bests and (allowed_ids is None or doc_id in allowed_ids):
-                    bests[doc_id] = similarity
-        return bests
+    def _bests(self, query_word: str, capacity: int) -> FloatArray:
+        """Each document slot's best similarity to ``query_word`` (0 where nothing is close)."""
+        best = np.zeros(capacity, dtype=np.float64)
+        for word, distance in self._words_near(query_word):
+            similarity = word_similarity(query_word, word, distance)
+            if similarity > 0.0:
+                slots = self._word_slots(word)
+                best[slots] = np.maximum(best[slots], similarity)
+        return best
+
+    def _word_slots(self, word: str) -> IntArray:
+        slots = self._word_arrays.get(word)
+        if slots is None:
+            holders = self._word_docs[word]
+            slots = np.fromiter(holders, dtype=np.intp, count=len(holders))
+            self._word_arrays[word] = slots
+        return slots
 
     # -- persistence -----------------------------------------------------------------
 
