@@ -21,7 +21,9 @@ def _chromium() -> str:
     )
 
 
-@pytest.fixture(scope="session")
+# Module scope: sync Playwright keeps an event loop running in this thread while it is open,
+# which would break later tests that call asyncio.run().
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
