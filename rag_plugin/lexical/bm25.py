@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections import Counter
 from collections.abc import Container
 from typing import Any, Self
 
 import numpy as np
 
-from rag_plugin.exceptions import InvalidInputError, StoreError
+from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
-from rag_plugin.lexical.persistence import read_json_object, write_json_atomically
+from rag_plugin.lexical.persistence import JsonFileIndex
 from rag_plugin.lexical.slots import DocumentSlots, FloatArray, IntArray, top_by_score
 
 __all__ = [
@@ -39,8 +38,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
-
-_WHAT = "BM25 index"
 
 
 def bm25_idf(doc_count: int, df: int) -> float:
@@ -78,8 +75,10 @@ def _validate_parameters(k1: float, b: float) -> None:
         raise InvalidInputError(f"b must be a number between 0 and 1, got {b!r}.")
 
 
-class Bm25Index:
+class Bm25Index(JsonFileIndex):
     """An in-memory BM25 index over documents identified by id."""
+
+    what = "BM25 index"  # in messages; files use the seed's layout
 
     def __init__(
         self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, analyzer: str | Analyzer = "seed"
@@ -228,10 +227,6 @@ class Bm25Index:
             "analyzer": self.analyzer.name,
         }
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to ``path`` as JSON (the seed's ``bm25_index.json`` layout)."""
-        write_json_atomically(path, self.to_json(), _WHAT)
-
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
         """Rebuild an index from :meth:`to_json` output (or a seed file); raise ValueError."""
@@ -249,23 +244,3 @@ class Bm25Index:
             # Statistics are recomputed: the seed's stored doc_count can be inflated (quirk 8).
             index._add_terms(doc_id, Counter(tokens))
         return index
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Self:
-        """Read an index saved by :meth:`save`; raise StoreError if it cannot be read."""
-        data = read_json_object(path, _WHAT)
-        try:
-            return cls.from_json(data)
-        except (ValueError, TypeError) as exc:
-            raise StoreError(f"Failed to deserialize {_WHAT} from {path}: {exc}") from exc
-
-    @classmethod
-    def load_or_new(cls, path: str | os.PathLike[str], **kwargs: Any) -> Self:
-        """The index saved at ``path``, or a new empty one if it is missing or corrupt."""
-        if not os.path.exists(path):
-            return cls(**kwargs)
-        try:
-            return cls.load(path)
-        except StoreError as exc:
-            logger.warning("Starting with an empty BM25 index: %s", exc)
-            return cls(**kwargs)

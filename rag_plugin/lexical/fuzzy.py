@@ -19,7 +19,6 @@ vocabulary forgets terms of removed documents.
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from collections.abc import Container, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -29,11 +28,11 @@ import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from rag_plugin.exceptions import InvalidInputError, StoreError
+from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
 from rag_plugin.lexical.bm25 import validate_top_k
 from rag_plugin.lexical.correction import Correction, QueryCorrection
-from rag_plugin.lexical.persistence import read_json_object, write_json_atomically
+from rag_plugin.lexical.persistence import JsonFileIndex
 from rag_plugin.lexical.slots import DocumentSlots, FloatArray, IntArray, top_by_score
 
 __all__ = [
@@ -48,8 +47,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_DISTANCE = 2
-
-_WHAT = "fuzzy index"
 
 
 def levenshtein(a: str, b: str) -> int:
@@ -158,8 +155,10 @@ def _near(buckets: Mapping[int, list[str]], word: str, max_distance: int) -> lis
     return found
 
 
-class FuzzyIndex:
+class FuzzyIndex(JsonFileIndex):
     """An in-memory fuzzy index: documents' words for scoring, analyzer terms for correction."""
+
+    what = "fuzzy index"  # in messages; files use the seed's layout
 
     def __init__(
         self, max_distance: int = DEFAULT_MAX_DISTANCE, analyzer: str | Analyzer = "seed"
@@ -325,10 +324,6 @@ class FuzzyIndex:
             "analyzer": self.analyzer.name,
         }
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to ``path`` as JSON (the seed's ``fuzzy_index.json`` layout)."""
-        write_json_atomically(path, self.to_json(), _WHAT)
-
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
         """Rebuild an index from :meth:`to_json` output (or a seed file); raise ValueError."""
@@ -345,23 +340,3 @@ class FuzzyIndex:
             # The vocabulary is rebuilt from the documents, so it never holds removed terms.
             index.add_document(doc_id, text)
         return index
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Self:
-        """Read an index saved by :meth:`save`; raise StoreError if it cannot be read."""
-        data = read_json_object(path, _WHAT)
-        try:
-            return cls.from_json(data)
-        except (ValueError, TypeError) as exc:
-            raise StoreError(f"Failed to deserialize {_WHAT} from {path}: {exc}") from exc
-
-    @classmethod
-    def load_or_new(cls, path: str | os.PathLike[str], **kwargs: Any) -> Self:
-        """The index saved at ``path``, or a new empty one if it is missing or corrupt."""
-        if not os.path.exists(path):
-            return cls(**kwargs)
-        try:
-            return cls.load(path)
-        except StoreError as exc:
-            logger.warning("Starting with an empty fuzzy index: %s", exc)
-            return cls(**kwargs)
