@@ -12,7 +12,6 @@ the document frequencies never count a document twice.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections import Counter
 from collections.abc import Container
@@ -34,7 +33,6 @@ __all__ = [
     "validate_top_k",
 ]
 
-logger = logging.getLogger(__name__)
 
 DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75

@@ -18,7 +18,6 @@ vocabulary forgets terms of removed documents.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Container, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -44,7 +43,6 @@ __all__ = [
     "word_similarity",
 ]
 
-logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_DISTANCE = 2
 
