@@ -84,6 +84,9 @@ class Database:
         # A pool we own serves only this schema, so the path is set once per connection.
         conn.execute(self._statement("SESSION"))
 
+    def _path_value(self, conn: psycopg.Connection[Any]) -> str:
+        return sql.Identifier(self.schema).as_string(conn) + ", public"
+
     def _statement(self, scope: str) -> sql.Composed:
         return self._search_path.format(scope=sql.SQL(scope), schema=sql.Identifier(self.schema))
 
@@ -92,11 +95,19 @@ class Database:
         """One transaction (a savepoint inside a caller's transaction); errors → StoreError."""
         try:
             with self._connect() as conn, conn.transaction():
-                if not self._owns_pool:
-                    # A lent connection may serve other schemas too: set the path for this
-                    # transaction only, so it is back to the lender's when we are done.
-                    conn.execute(self._statement("LOCAL"))
+                if self._owns_pool:
+                    yield conn
+                    return
+                # A lent connection serves other schemas too, perhaps inside the lender's own
+                # transaction (where SET LOCAL would outlive ours): set the path, then put the
+                # lender's back. On an error the savepoint's rollback restores it.
+                row = conn.execute(
+                    "SELECT current_setting('search_path'), set_config('search_path', %s, true)",
+                    (self._path_value(conn),),
+                ).fetchone()
                 yield conn
+                if row is not None:
+                    conn.execute("SELECT set_config('search_path', %s, true)", (row[0],))
         except RagError:
             raise
         except psycopg.Error as exc:
@@ -109,7 +120,7 @@ class Database:
                 yield conn
             return
         if self._connection is None:
-            raise StoreError("this store has been closed")
+            raise StoreError(f"the store for schema {self.schema!r} has been closed")
         # One lent connection cannot run two transactions at once: callers take turns.
         with self._lock:
             yield self._connection
@@ -118,5 +129,5 @@ class Database:
         """Close the pool if this object opened it; lent pools and connections stay open."""
         if self._owns_pool and self._pool is not None:
             self._pool.close()
-        self._pool = None if self._owns_pool else self._pool
+        self._pool = None
         self._connection = None

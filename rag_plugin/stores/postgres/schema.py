@@ -246,6 +246,14 @@ def ensure_vector_index(
     """
     if dimensions > HNSW_MAX_DIMENSIONS:
         return False
+    name = vector_index_name(dimensions, metric)
+    # Checked first because CREATE INDEX IF NOT EXISTS locks the table before it looks, which
+    # would make every new collection wait for the ingests in flight.
+    exists = conn.execute(
+        "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text)) IS NOT NULL", (schema, name)
+    ).fetchone()
+    if exists and exists[0]:
+        return True
     with conn.transaction():
         _lock(conn, schema)
         conn.execute(
@@ -254,7 +262,7 @@ def ensure_vector_index(
                 "((embedding::vector({dims})) {ops}) WITH (m = {m}, ef_construction = {efc}) "
                 "WHERE dimensions = {dims} AND metric = {metric}"
             ).format(
-                name=sql.Identifier(vector_index_name(dimensions, metric)),
+                name=sql.Identifier(name),
                 table=sql.Identifier(schema, "rag_chunks"),
                 dims=sql.Literal(int(dimensions)),
                 ops=sql.SQL(OPERATOR_CLASSES[metric]),
