@@ -148,9 +148,12 @@ def test_hostile_collection_names_fail_before_any_sql(dsn: str, pg_schema: str, 
             call()
 
 
-def test_a_lent_connection_keeps_its_search_path(dsn: str, pg_schema: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        before = conn.execute("SHOW search_path").fetchone()
+@pytest.mark.parametrize("autocommit", [True, False], ids=["autocommit", "in_a_transaction"])
+def test_a_lent_connection_keeps_its_search_path(
+    dsn: str, pg_schema: str, autocommit: bool
+) -> None:
+    with psycopg.connect(dsn, autocommit=autocommit) as conn:
+        conn.execute("SET search_path TO pg_catalog, public")
         store = PostgresStore(conn, schema=pg_schema)
         collection = store.create_collection("docs", dimensions=2, embedding_model="m")
         _, chunks = chunk_inputs(["lent connection text"], [[0.0, 1.0]])
@@ -158,7 +161,8 @@ def test_a_lent_connection_keeps_its_search_path(dsn: str, pg_schema: str) -> No
         assert [h.chunk.content for h in store.bm25(collection, "lent", 3)] == [
             "lent connection text"
         ]
-        assert conn.execute("SHOW search_path").fetchone() == before
+        assert conn.execute("SHOW search_path").fetchone() == ("pg_catalog, public",)
+        conn.commit()
 
 
 def test_a_lent_pool_serves_two_tenant_schemas_apart(dsn: str, pg_schema: str) -> None:
