@@ -1,7 +1,17 @@
 """PostgresStore query latency, HNSW recall, ingest rate and memory vs stock LlamaIndex.
 
 Not a test. Run from the repository root:
-``PYTHONPATH=. .venv/bin/python bench/store_query.py [--sizes 10000 100000] [--queries 200]``.
+``PYTHONPATH=. .venv/bin/python bench/store_query.py [--sizes 10000 100000] [--queries 200]``
+``[--schema NAME] [--query-mix zipf|natural] [--analyzer seed|english]``.
+
+``--schema NAME`` keeps the loaded collections in that schema after the run and reuses them on
+the next run (the 100k load takes minutes), migrating the schema first if the store's tables
+changed. ``--query-mix zipf`` (the default) draws query words from the corpus's Zipf
+distribution, so about half of them are head words — the synthetic corpus's stopwords, which
+the seed analyzer keeps — and BM25/fuzzy read long posting lists; ``natural`` draws 2-5 words
+from outside the 100 most frequent ones, like a content-word query. ``--analyzer english``
+loads a separate collection whose 100 most frequent words are real English stopwords (the
+analyzer drops them), so the head of the distribution is handled as in English text.
 
 For each size it loads one collection of synthetic chunks (Zipf-distributed words from a
 20k-word vocabulary; clustered random 384-d unit vectors, no model) through ``upsert_document``
@@ -32,7 +42,11 @@ import psycopg
 from psycopg import sql
 
 from portal.embedded_db import database_url
-from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, ScoredChunk
+from rag_plugin.embedding.base import Embedder
+from rag_plugin.engine import CollectionSearcher
+from rag_plugin.exceptions import CollectionNotFoundError
+from rag_plugin.fusion import HybridWeights
+from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres.schema import ensure_vector_index, vector_index_name
 from rag_plugin.vectors import DistanceMetric
@@ -45,6 +59,117 @@ WEIGHTS = {"semantic": 0.6, "bm25": 0.3, "fuzzy": 0.1}
 RRF_K = 60.0
 
 
+HEAD = 100
+"""The most frequent words: stopwords in the English corpus, left out of natural queries."""
+
+STOPWORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "it",
+    "for",
+    "that",
+    "with",
+    "as",
+    "on",
+    "by",
+    "at",
+    "from",
+    "he",
+    "his",
+    "an",
+    "be",
+    "this",
+    "are",
+    "or",
+    "had",
+    "not",
+    "but",
+    "which",
+    "have",
+    "one",
+    "they",
+    "you",
+    "were",
+    "her",
+    "all",
+    "she",
+    "there",
+    "would",
+    "their",
+    "we",
+    "him",
+    "been",
+    "has",
+    "when",
+    "who",
+    "will",
+    "more",
+    "no",
+    "if",
+    "out",
+    "so",
+    "said",
+    "what",
+    "up",
+    "its",
+    "about",
+    "into",
+    "than",
+    "them",
+    "can",
+    "only",
+    "other",
+    "new",
+    "some",
+    "could",
+    "time",
+    "these",
+    "two",
+    "may",
+    "then",
+    "do",
+    "first",
+    "any",
+    "my",
+    "now",
+    "such",
+    "like",
+    "our",
+    "over",
+    "man",
+    "me",
+    "even",
+    "most",
+    "made",
+    "after",
+    "also",
+    "did",
+    "many",
+    "before",
+    "must",
+    "through",
+    "back",
+    "years",
+    "where",
+    "much",
+    "your",
+    "way",
+    "well",
+    "down",
+    "should",
+    "because",
+    "each",
+    "just",
+    "those",
+    "people",
+]
+
+
 def vocabulary() -> list[str]:
     rng = np.random.default_rng(11)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
@@ -55,6 +180,8 @@ def vocabulary() -> list[str]:
 
 
 WORDS = vocabulary()
+# The same corpus with real stopwords at the head, for a stemming analyzer to drop.
+ENGLISH_WORDS = STOPWORDS[:HEAD] + [w for w in WORDS if w not in STOPWORDS][HEAD:VOCABULARY_SIZE]
 ZIPF = 1.0 / np.arange(1, VOCABULARY_SIZE + 1)
 ZIPF /= ZIPF.sum()
 
@@ -76,33 +203,42 @@ def vectors(rng: np.random.Generator, count: int) -> np.ndarray[Any, Any]:
     return normalised
 
 
-def texts(rng: np.random.Generator, count: int) -> list[str]:
+def words_for(analyzer: str) -> list[str]:
+    return WORDS if analyzer == "seed" else ENGLISH_WORDS
+
+
+def texts(rng: np.random.Generator, count: int, words: list[str]) -> list[str]:
     lengths = rng.integers(20, 60, size=count)
     ids = rng.choice(VOCABULARY_SIZE, size=int(lengths.sum()), p=ZIPF)
     out, start = [], 0
     for length in lengths:
-        out.append(" ".join(WORDS[i] for i in ids[start : start + length]))
+        out.append(" ".join(words[i] for i in ids[start : start + length]))
         start += length
     return out
 
 
-def batches(size: int) -> Iterator[tuple[list[str], np.ndarray[Any, Any]]]:
+def batches(size: int, analyzer: str) -> Iterator[tuple[list[str], np.ndarray[Any, Any]]]:
     """The corpus in batches of documents, regenerated identically from the seed."""
     rng = np.random.default_rng(size)
     step = 1000
     for _ in range(0, size, step):
-        yield texts(rng, step), vectors(rng, step)
+        yield texts(rng, step, words_for(analyzer)), vectors(rng, step)
 
 
-def queries(count: int) -> tuple[list[str], np.ndarray[Any, Any]]:
+def queries(count: int, mix: str, analyzer: str) -> tuple[list[str], np.ndarray[Any, Any]]:
     rng = np.random.default_rng(99)
-    words = [
-        " ".join(
-            WORDS[i] for i in rng.choice(VOCABULARY_SIZE, size=int(rng.integers(2, 4)), p=ZIPF)
-        )
-        for _ in range(count)
-    ]
-    return words, vectors(rng, count)
+    words = words_for(analyzer)
+    if mix == "zipf":
+        picks = [
+            rng.choice(VOCABULARY_SIZE, size=int(rng.integers(2, 4)), p=ZIPF) for _ in range(count)
+        ]
+    else:
+        tail = ZIPF[HEAD:] / ZIPF[HEAD:].sum()
+        picks = [
+            HEAD + rng.choice(VOCABULARY_SIZE - HEAD, size=int(rng.integers(2, 6)), p=tail)
+            for _ in range(count)
+        ]
+    return [" ".join(words[i] for i in pick) for pick in picks], vectors(rng, count)
 
 
 def percentiles(samples: Sequence[float]) -> tuple[float, float]:
@@ -127,17 +263,31 @@ def rss_mib() -> float:
     return 0.0
 
 
-def fuse(legs: dict[str, list[ScoredChunk]], top_k: int) -> list[str]:
-    scores: dict[str, float] = {}
-    for leg, hits in legs.items():
-        for rank, hit in enumerate(hits, start=1):
-            scores[hit.chunk.id] = scores.get(hit.chunk.id, 0.0) + WEIGHTS[leg] / (RRF_K + rank)
-    return sorted(scores, key=lambda cid: (-scores[cid], cid))[:top_k]
+def collection_name(size: int, analyzer: str) -> str:
+    return f"bench_{size}" if analyzer == "seed" else f"bench_{size}_{analyzer}"
 
 
-def load(store: PostgresStore, dsn: str, size: int, bulk: bool) -> tuple[CollectionInfo, float]:
+def loaded(store: PostgresStore, size: int, analyzer: str) -> CollectionInfo | None:
+    """The collection a kept schema already holds at this size, or None (dropped if partial)."""
+    name = collection_name(size, analyzer)
+    try:
+        found = store.get_collection(name)
+    except CollectionNotFoundError:
+        return None
+    if found.chunk_count == size:
+        return found
+    store.delete_collection(name)  # an interrupted load
+    return None
+
+
+def load(
+    store: PostgresStore, dsn: str, size: int, bulk: bool, analyzer: str
+) -> tuple[CollectionInfo, float]:
     collection = store.create_collection(
-        f"bench_{size}", dimensions=DIMENSIONS, embedding_model="synthetic"
+        collection_name(size, analyzer),
+        dimensions=DIMENSIONS,
+        embedding_model="synthetic",
+        analyzer=analyzer,
     )
     if bulk:
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -150,7 +300,7 @@ def load(store: PostgresStore, dsn: str, size: int, bulk: bool) -> tuple[Collect
             )
     spent = 0.0
     number = 0
-    for chunk_texts, chunk_vectors in batches(size):
+    for chunk_texts, chunk_vectors in batches(size, analyzer):
         prepared = [
             (
                 DocumentInput(source=f"doc{number + d}"),
@@ -192,14 +342,39 @@ def build_index(store: PostgresStore, dsn: str) -> float:
     return time.perf_counter() - started
 
 
-def query_process(dsn: str, schema: str, name: str, count: int, out: Any) -> None:
+class PrecomputedEmbedder(Embedder):
+    """The bench's query vectors by query text, so hybrid runs through the real engine."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        super().__init__()
+        self._vectors = vectors
+
+    @property
+    def model_name(self) -> str:
+        return "synthetic"
+
+    @property
+    def dimensions(self) -> int:
+        return DIMENSIONS
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        return [self._vectors[text] for text in texts]
+
+
+def query_process(
+    dsn: str, schema: str, name: str, count: int, mix: str, analyzer: str, out: Any
+) -> None:
     """Run in a fresh process: the latencies, recall and RSS of an app process."""
     before = rss_mib()
     store = PostgresStore(dsn, schema=schema, create_schema=False)
     exact = PostgresStore(dsn, schema=schema, create_schema=False, exact_search_below=10**12)
     collection = store.get_collection(name)
-    words, vecs = queries(count)
+    words, vecs = queries(count, mix, analyzer)
     query_vectors = [v.tolist() for v in vecs]
+    searcher = CollectionSearcher(
+        store, PrecomputedEmbedder(dict(zip(words, query_vectors, strict=True)))
+    )
+    weights = HybridWeights(**WEIGHTS)
     for i in range(min(20, count)):  # warm the caches and connections
         store.dense(collection, query_vectors[i], 10)
         store.bm25(collection, words[i], 10)
@@ -208,16 +383,13 @@ def query_process(dsn: str, schema: str, name: str, count: int, out: Any) -> Non
     result["plan"] = store.last_dense_plan
     result["bm25"] = timed(lambda i: store.bm25(collection, words[i], 10), count)
     result["fuzzy"] = timed(lambda i: store.fuzzy(collection, words[i], 10), count)
-
-    def hybrid(i: int) -> list[str]:
-        legs = {
-            "semantic": store.dense(collection, query_vectors[i], 20),
-            "bm25": store.bm25(collection, words[i], 20),
-            "fuzzy": store.fuzzy(collection, words[i], 20),
-        }
-        return fuse(legs, 10)
-
-    result["hybrid"] = timed(hybrid, count)
+    # The app's path: CollectionSearcher runs the three legs (2·top_k each) and fuses them.
+    result["hybrid"] = timed(
+        lambda i: searcher.search(
+            collection, words[i], strategy="hybrid", top_k=10, weights=weights, rrf_k=RRF_K
+        ),
+        count,
+    )
     found = 0
     recall_queries = min(count, 100)
     for i in range(recall_queries):
@@ -232,7 +404,7 @@ def query_process(dsn: str, schema: str, name: str, count: int, out: Any) -> Non
     out.put(result)
 
 
-def llama_index(size: int, count: int) -> dict[str, Any]:
+def llama_index(size: int, count: int, mix: str) -> dict[str, Any]:
     """The same queries through stock LlamaIndex retrievers, all in this process."""
     from llama_index.core import Settings, VectorStoreIndex
     from llama_index.core.embeddings import MockEmbedding
@@ -245,7 +417,7 @@ def llama_index(size: int, count: int) -> dict[str, Any]:
     Settings.llm = MockLLM()
     Settings.embed_model = MockEmbedding(embed_dim=DIMENSIONS)
     nodes: list[TextNode] = []
-    for chunk_texts, chunk_vectors in batches(size):
+    for chunk_texts, chunk_vectors in batches(size, "seed"):
         nodes.extend(
             TextNode(text=text, embedding=vector.tolist())
             for text, vector in zip(chunk_texts, chunk_vectors, strict=True)
@@ -262,7 +434,7 @@ def llama_index(size: int, count: int) -> dict[str, Any]:
         use_async=False,
     )
     build = time.perf_counter() - started
-    words, vecs = queries(count)
+    words, vecs = queries(count, mix, "seed")
     bundles = [QueryBundle(w, embedding=v.tolist()) for w, v in zip(words, vecs, strict=True)]
     vector_10 = index.as_retriever(similarity_top_k=10)
     return {
@@ -285,29 +457,48 @@ def main() -> None:
         help="queries through LlamaIndex (its dense search is slow at 100k)",
     )
     parser.add_argument("--skip-llama", action="store_true")
+    parser.add_argument(
+        "--schema", help="load into (or reuse) this schema and keep it after the run"
+    )
+    parser.add_argument("--query-mix", choices=("zipf", "natural"), default="zipf")
+    parser.add_argument("--analyzer", choices=("seed", "english"), default="seed")
     args = parser.parse_args()
     dsn = database_url()
-    schema = f"bench_{uuid.uuid4().hex[:8]}"
-    store = PostgresStore(dsn, schema=schema)
+    schema = args.schema or f"bench_{uuid.uuid4().hex[:8]}"
+    store = PostgresStore(dsn, schema=schema)  # creates or migrates the tables
     context = multiprocessing.get_context("spawn")
+    print(f"schema {schema}, query mix {args.query_mix}, analyzer {args.analyzer}")
     try:
         for size in args.sizes:
             bulk = size == max(args.sizes) and size > 10_000
-            collection, seconds = load(store, dsn, size, bulk)
-            build = build_index(store, dsn) if bulk else 0.0
+            collection = loaded(store, size, args.analyzer)
+            if collection is None:
+                collection, seconds = load(store, dsn, size, bulk, args.analyzer)
+                build = build_index(store, dsn) if bulk else 0.0
+                mode = "bulk, HNSW built after" if bulk else "HNSW maintained live"
+                ingest = f"ingest: {size / seconds:,.0f} chunks/s ({seconds:.1f} s)" + (
+                    f"; HNSW build {build:.1f} s" if bulk else ""
+                )
+            else:
+                mode, ingest = "reused", "ingest: not measured (collection reused)"
             with psycopg.connect(dsn, autocommit=True) as conn:
                 # Settle the freshly loaded tables, so autovacuum does not run during queries.
                 for table in ("rag_postings", "rag_chunks", "rag_vocabulary", "rag_documents"):
                     conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, table)))
-            mode = "bulk, HNSW built after" if bulk else "HNSW maintained live"
             print(f"\n== {size} chunks ({mode}) ==")
-            print(
-                f"ingest: {size / seconds:,.0f} chunks/s ({seconds:.1f} s)"
-                + (f"; HNSW build {build:.1f} s" if bulk else "")
-            )
+            print(ingest)
             out = context.Queue()
             child = context.Process(
-                target=query_process, args=(dsn, schema, collection.name, args.queries, out)
+                target=query_process,
+                args=(
+                    dsn,
+                    schema,
+                    collection.name,
+                    args.queries,
+                    args.query_mix,
+                    args.analyzer,
+                    out,
+                ),
             )
             child.start()
             ours = out.get()
@@ -323,7 +514,11 @@ def main() -> None:
             )
             for leg in ("semantic", "bm25", "fuzzy", "hybrid"):
                 print(f"ours {leg:<9} p50 {ours[leg][0]:7.1f} ms  p95 {ours[leg][1]:7.1f} ms")
-            theirs = None if args.skip_llama else llama_index(size, args.llama_queries)
+            theirs = (
+                None
+                if args.skip_llama or args.analyzer != "seed"
+                else llama_index(size, args.llama_queries, args.query_mix)
+            )
             if theirs:
                 print(f"LlamaIndex build {theirs['build_s']:.1f} s, RSS {theirs['rss']:.0f} MiB")
             print(
@@ -339,8 +534,11 @@ def main() -> None:
                 print(line)
     finally:
         store.close()
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        if not args.schema:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
 
 
 if __name__ == "__main__":

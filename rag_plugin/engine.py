@@ -22,12 +22,21 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
   touching the store; a negative ``top_k`` or an empty query raises ``InvalidInputError``.
 - A query is always embedded with the collection's own model (E6): an embedder whose model
   name or dimension differs from the collection's raises :class:`ConfigurationError`.
+- **Concurrent legs**: a store whose ``concurrent_legs`` attribute is true (the PostgreSQL
+  store with a connection pool: the database does the work, so legs on separate connections
+  overlap) gets its hybrid legs at once, the first in the calling thread and the others on a
+  shared thread pool. Results are collected in leg order, so the fusion, and the error raised
+  when a leg fails, are those of running them one after another. Other stores (the in-memory
+  one computes in this process, under the GIL) run them in turn.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from rag_plugin.embedding.base import Embedder
@@ -55,6 +64,35 @@ EmbedderResolver = Callable[[CollectionInfo], Embedder]
 """Returns the embedder for a collection's model (see :class:`CollectionSearcher`)."""
 
 _LEXICAL = frozenset({SearchStrategy.BM25, SearchStrategy.FUZZY, SearchStrategy.HYBRID})
+
+_Leg = Callable[[], Sequence[ScoredChunk]]
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _leg_executor() -> ThreadPoolExecutor:
+    """The process's pool for concurrent legs, made on first use (legs never wait on legs)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(
+                max_workers=min(32, 2 * (os.cpu_count() or 1) + 4),
+                thread_name_prefix="rag-leg",
+            )
+        return _executor
+
+
+def _run_legs(legs: Sequence[_Leg], concurrent: bool) -> list[Sequence[ScoredChunk]]:
+    """Each leg's hits, in leg order; concurrently when asked and there is more than one."""
+    if not concurrent or len(legs) < 2:
+        return [leg() for leg in legs]
+    futures: list[Future[Sequence[ScoredChunk]]] = [_leg_executor().submit(leg) for leg in legs[1:]]
+    try:
+        first = legs[0]()
+    finally:
+        # Wait for every leg even when one failed, so none outlives the search.
+        wait(futures)
+    return [first, *(future.result() for future in futures)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +211,20 @@ class CollectionSearcher:
         fusion: RrfFusion,
     ) -> list[SearchHit]:
         n = 2 * top_k
-        legs: list[tuple[Sequence[ScoredChunk], float]] = []
+        runs: list[tuple[_Leg, float]] = []
         if weights.semantic > 0:
-            legs.append((self._dense(collection, query, n, filters), weights.semantic))
+            runs.append((lambda: self._dense(collection, query, n, filters), weights.semantic))
         if weights.bm25 > 0:
-            legs.append((self.store.bm25(collection, lexical_query, n, filters), weights.bm25))
+            runs.append(
+                (lambda: self.store.bm25(collection, lexical_query, n, filters), weights.bm25)
+            )
         if weights.fuzzy > 0:
-            legs.append((self.store.fuzzy(collection, lexical_query, n, filters), weights.fuzzy))
+            runs.append(
+                (lambda: self.store.fuzzy(collection, lexical_query, n, filters), weights.fuzzy)
+            )
+        concurrent = bool(getattr(self.store, "concurrent_legs", False))
+        found_by_leg = _run_legs([run for run, _ in runs], concurrent)
+        legs = [(found, w) for found, (_, w) in zip(found_by_leg, runs, strict=True)]
         chunks = {hit.chunk.id: hit.chunk for found, _ in legs for hit in found}
         fused = fusion.fuse([([hit.chunk.id for hit in found], w) for found, w in legs])
         ceiling = fusion.max_score(weights)

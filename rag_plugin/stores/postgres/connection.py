@@ -76,6 +76,11 @@ class Database:
                 f"got {type(source).__name__}."
             )
 
+    @property
+    def concurrent(self) -> bool:
+        """Whether two transactions can run at once (a pool of two or more connections)."""
+        return self._pool is not None and self._pool.max_size >= 2
+
     def table(self, name: str) -> sql.Identifier:
         """The schema-qualified identifier of one of the store's tables."""
         return sql.Identifier(self.schema, name)

@@ -153,8 +153,18 @@ _INITIAL = (
     """,
 )
 
+# Exact top-k BM25 reads a term's postings by impact, which rises with tf and falls with dl:
+# one index range per (term, tf), ordered by dl, serves both "the k best" and "all above τ".
+_IMPACT_INDEX = (
+    """
+    CREATE INDEX rag_postings_impact ON {schema}.rag_postings
+        (collection_id, term, tf, dl) INCLUDE (chunk_id)
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
+    Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

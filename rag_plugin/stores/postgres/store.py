@@ -103,6 +103,12 @@ class PostgresStore(Store):
             self.ensure_schema()
 
     @property
+    def concurrent_legs(self) -> bool:
+        """True with a connection pool: the engine then runs hybrid legs at once, each on
+        its own connection, so the database works on them in parallel."""
+        return self._db.concurrent
+
+    @property
     def schema(self) -> str:
         """The schema holding this store's tables."""
         return self._db.schema

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from rag_plugin.engine import CollectionSearcher
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex, fuzzy_score
@@ -154,3 +155,25 @@ def test_fuzzy_scores_and_corrections_equal_the_in_memory_index(
         wanted += len(expected)
     if collection.analyzer != "seed":
         assert found / wanted >= 0.8
+
+
+def test_hybrid_with_concurrent_legs_equals_legs_in_turn(
+    store: PostgresStore,
+    dsn: str,
+    pg_schema: str,
+    filled: tuple[CollectionInfo, Corpus, random.Random, list[str]],
+) -> None:
+    collection, _, rng, vocabulary = filled
+    one_connection = PostgresStore(dsn, schema=pg_schema, pool_max_size=1, create_schema=False)
+    try:
+        assert (store.concurrent_legs, one_connection.concurrent_legs) == (True, False)
+        embedder = FakeEmbedder(dimensions=4)
+        concurrent = CollectionSearcher(store, embedder)
+        in_turn = CollectionSearcher(one_connection, embedder)
+        for query in queries(rng, vocabulary, 15):
+            for options in ({}, {"filters": {"group": "red"}}, {"correct_typos": True}):
+                got = concurrent.search(collection, query, strategy="hybrid", **options)
+                assert got.hits  # the dense leg always finds chunks
+                assert got == in_turn.search(collection, query, strategy="hybrid", **options)
+    finally:
+        one_connection.close()
