@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
-import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from portal import launch
 from portal.embedded_db import PROJECT_ROOT
 from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer, fake_llm_server
 
@@ -66,8 +58,8 @@ DEMO_PASSWORD = "test-pass-2026"
 class PortalServer:
     """The real portal, served by gunicorn on a loopback port over its own database.
 
-    The database is made like production's (``migrate_schemas`` + ``bootstrap_demo`` in
-    subprocesses), not by pytest-django, so the server sees exactly what the tests commit.
+    The database is made like production's (see :mod:`portal.launch`), not by pytest-django,
+    so the server sees exactly what the tests commit.
     """
 
     port: int
@@ -82,21 +74,13 @@ class PortalServer:
 
     def client(self, host: str, token: str | None = None) -> httpx.Client:
         """An HTTP client that connects to 127.0.0.1 and sends ``Host: <host>:<port>``."""
-        headers = {"Host": f"{host}:{self.port}"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return httpx.Client(base_url=f"http://127.0.0.1:{self.port}", headers=headers, timeout=60)
+        return launch.client(self.port, host, token)
 
     def token(self, host: str, username: str) -> str:
         """Log in once per (host, user) and reuse the token (password hashing is slow)."""
         key = (host, username)
         if key not in self._tokens:
-            with self.client(host) as client:
-                response = client.post(
-                    "/api/auth/login", json={"username": username, "password": self.password}
-                )
-            assert response.status_code == 200, response.text
-            self._tokens[key] = response.json()["access_token"]
+            self._tokens[key] = launch.login(self.port, host, username, self.password)
         return self._tokens[key]
 
     def api(self, host: str, username: str) -> httpx.Client:
@@ -105,14 +89,7 @@ class PortalServer:
 
     def set_source(self, schema: str, name: str, enabled: bool) -> None:
         """Create or update an allowlist entry, as a tenant admin's form would store it."""
-        query = sql.SQL(
-            "INSERT INTO {}.tenants_ragsource "
-            "(name, enabled, note, created_at, created_by, updated_at, updated_by) "
-            "VALUES (%s, %s, '', now(), 'tests', now(), 'tests') "
-            "ON CONFLICT (name) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()"
-        ).format(sql.Identifier(schema))
-        with psycopg.connect(self.database_url, autocommit=True) as conn:
-            conn.execute(query, (name, enabled))
+        launch.set_source(self.database_url, schema, name, enabled)
 
     def new_source(self) -> str:
         """A fresh collection name allowlisted in acme and globex."""
@@ -122,74 +99,8 @@ class PortalServer:
         return name
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _manage(env: dict[str, str], *args: str) -> None:
-    subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=PROJECT_ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-
-
-@contextmanager
-def _gunicorn(env: dict[str, str], name: str) -> Iterator[int]:
-    """Run the portal under gunicorn on a free loopback port until the block ends."""
-    port = _free_port()
-    log_path = PROJECT_ROOT / ".data" / f"{name}.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "portal.wsgi",
-                "--workers",
-                "2",
-                "--threads",
-                "4",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--timeout",
-                "120",
-            ],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"portal server exited; see {log_path}")
-                try:
-                    response = httpx.get(
-                        f"http://127.0.0.1:{port}/health",
-                        headers={"Host": f"acme.localhost:{port}"},
-                        timeout=5,
-                    )
-                    if response.status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"portal server did not start in 60 s; see {log_path}")
-                time.sleep(0.2)
-            yield port
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-
-
 LLM_REPLY = "Hybrid search fuses rankings [1]. It also uses BM25 [2]."
+LOGS = PROJECT_ROOT / ".data"
 
 
 @pytest.fixture(scope="session")
@@ -207,44 +118,22 @@ def portal_server(fake_llm: FakeLLMServer) -> Iterator[PortalServer]:
     ``DEMO_PASSWORD`` and allowlists the source ``docs``. The embedder is the deterministic fake
     (vector values don't matter for the API's behaviour); the LLM is ``fake_llm``.
     """
-    from portal.embedded_db import database_url
-
-    base = conninfo_to_dict(database_url())
-    name = f"test_portal_live_{os.getpid()}"
-    admin_url = make_conninfo(**{**base, "dbname": "postgres"})
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with launch.scratch_database("test_portal_live") as url:
+        env = launch.portal_env(
+            url,
+            RAG_EMBEDDER="fake",
+            RAG_LOGIN_RATE="1000/minute",
+            RAG_LLM_URL=fake_llm.api_base,
+            RAG_LLM_MODEL="fake-chat",
         )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = make_conninfo(**{**base, "dbname": name})
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "RAG_EMBEDDER": "fake",
-        "RAG_LOGIN_RATE": "1000/minute",
-        "RAG_LLM_URL": fake_llm.api_base,
-        "RAG_LLM_MODEL": "fake-chat",
-        "DJANGO_DEBUG": "false",
-        "DJANGO_SECRET_KEY": "test-secret-key-for-the-portal-server-fixture",
-        "DJANGO_ALLOWED_HOSTS": "localhost,.localhost,127.0.0.1",
-    }
-    try:
-        _manage(env, "migrate_schemas", "--verbosity", "0")
-        _manage(env, "createcachetable")
-        _manage(env, "bootstrap_demo", "--password", DEMO_PASSWORD)
-        with _gunicorn(env, "portal-server-test") as port:
+        launch.prepare(env, DEMO_PASSWORD)
+        with launch.gunicorn(env, LOGS / "portal-server-test.log") as port:
             yield PortalServer(port, DEMO_PASSWORD, url, {}, env)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 @pytest.fixture(scope="session")
 def portal_server_without_llm(portal_server: PortalServer) -> Iterator[PortalServer]:
     """A second server on the same database, deployed with no LLM configured."""
     env = {k: v for k, v in portal_server.env.items() if not k.startswith("RAG_LLM_")}
-    with _gunicorn(env, "portal-server-no-llm-test") as port:
+    with launch.gunicorn(env, LOGS / "portal-server-no-llm-test.log") as port:
         yield PortalServer(port, portal_server.password, portal_server.database_url, {}, env)
