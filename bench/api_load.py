@@ -1,0 +1,243 @@
+"""REST API throughput and latency under 8 concurrent clients, vs the library directly.
+
+Not a test. Run from the repository root:
+``PYTHONPATH=. .venv/bin/python bench/api_load.py [--seconds 15] [--clients 8] [--workers 4]``.
+
+The portal runs as the README documents for production: gunicorn with several worker
+processes, ``DJANGO_DEBUG=false``, a database of its own (see :mod:`portal.launch`). The
+embedder is the deterministic fake (vector values don't matter for timing; the real model's
+cost is measured by bench/ingest.py). Alice's collection gets ``--documents`` synthetic
+documents, then for each phase ``--clients`` threads each with their own HTTP connection send
+requests back to back for ``--seconds``:
+
+- search (semantic and hybrid) through ``POST /api/rag/search``;
+- the same searches through the library in this process (``CollectionSearcher`` over the same
+  PostgreSQL schema, same threads): the ratio API / library is the API's overhead (HTTP,
+  auth, allowlist, JSON, Django);
+- ingest of small new documents through ``POST /api/rag/ingest``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psycopg
+
+from portal import launch
+from portal.embedded_db import PROJECT_ROOT
+from rag_plugin.engine import CollectionSearcher
+from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.testing import FakeEmbedder
+
+HOST = "acme.localhost"
+PASSWORD = "bench-pass-2026"  # noqa: S105 - a throwaway database's demo users
+COLLECTION = "bench"
+WORDS = [
+    "vector",
+    "search",
+    "index",
+    "query",
+    "ranking",
+    "fusion",
+    "lexical",
+    "dense",
+    "sparse",
+    "embedding",
+    "model",
+    "chunk",
+    "document",
+    "tenant",
+    "collection",
+    "allowlist",
+    "latency",
+    "throughput",
+    "postgres",
+    "schema",
+    "cache",
+    "token",
+    "hybrid",
+    "semantic",
+    "fuzzy",
+    "typo",
+    "correction",
+    "offset",
+    "citation",
+    "retrieval",
+    "rerank",
+    "profile",
+    "answer",
+]
+
+
+@dataclass
+class Phase:
+    name: str
+    latencies: list[float]
+    errors: int
+    seconds: float
+
+    @property
+    def rps(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    def row(self) -> str:
+        p50 = statistics.median(self.latencies) * 1000
+        return (
+            f"{self.name:34} {self.rps:8.1f} req/s  p50 {p50:7.1f} ms"
+            f"  p95 {self.percentile(0.95):7.1f} ms  errors {self.errors}"
+        )
+
+
+def text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+
+def run_phase(
+    name: str, clients: int, seconds: float, make_worker: Callable[[int], Callable[[], bool]]
+) -> Phase:
+    """Run ``clients`` threads calling their worker back to back for ``seconds``."""
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def loop(index: int) -> None:
+        nonlocal errors
+        work = make_worker(index)
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            ok = work()
+            elapsed = time.perf_counter() - started
+            with lock:
+                if ok:
+                    latencies.append(elapsed)
+                else:
+                    errors += 1
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(clients)]
+    began = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return Phase(name, latencies, errors, time.monotonic() - began)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--documents", type=int, default=300)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    queries = [text(rng, 4) for _ in range(50)]
+
+    with launch.scratch_database("bench_api") as url:
+        env = launch.portal_env(url, RAG_EMBEDDER="fake", RAG_LOGIN_RATE="1000/minute")
+        launch.prepare(env, PASSWORD)
+        launch.set_source(url, "acme", COLLECTION, True)
+        log = PROJECT_ROOT / ".bench-cache" / "api-load-portal.log"
+        with launch.gunicorn(env, log, workers=args.workers, threads=1) as port:
+            token = launch.login(port, HOST, "alice", PASSWORD)
+            with launch.client(port, HOST, token) as api:
+                for _ in range(args.documents):
+                    body = {"collection": COLLECTION, "content": text(rng, 120)}
+                    api.post("/api/rag/ingest", json=body).raise_for_status()
+
+            def api_search(strategy: str) -> Callable[[int], Callable[[], bool]]:
+                def make(index: int) -> Callable[[], bool]:
+                    http = launch.client(port, HOST, token)
+                    local = random.Random(index)
+
+                    def work() -> bool:
+                        body = {
+                            "collection": COLLECTION,
+                            "query": local.choice(queries),
+                            "strategy": strategy,
+                        }
+                        return http.post("/api/rag/search", json=body).status_code == 200
+
+                    return work
+
+                return make
+
+            with psycopg.connect(url) as conn:
+                alice = conn.execute(
+                    "SELECT id FROM acme.auth_user WHERE username = 'alice'"
+                ).fetchone()
+            assert alice is not None
+            store = PostgresStore(url, schema="acme", pool_max_size=args.clients)
+            info = store.get_collection(COLLECTION, owner=f"user:{alice[0]}")
+            searcher = CollectionSearcher(store, FakeEmbedder(16))
+
+            def library_search(strategy: str) -> Callable[[int], Callable[[], bool]]:
+                def make(index: int) -> Callable[[], bool]:
+                    local = random.Random(index)
+
+                    def work() -> bool:
+                        searcher.search(info, local.choice(queries), strategy=strategy)
+                        return True
+
+                    return work
+
+                return make
+
+            def api_ingest(index: int) -> Callable[[], bool]:
+                http = launch.client(port, HOST, token)
+                local = random.Random(1000 + index)
+
+                def work() -> bool:
+                    body = {"collection": COLLECTION, "content": text(local, 120)}
+                    return http.post("/api/rag/ingest", json=body).status_code == 200
+
+                return work
+
+            phases = []
+            for strategy in ("semantic", "hybrid"):
+                phases.append(
+                    run_phase(
+                        f"API search {strategy}", args.clients, args.seconds, api_search(strategy)
+                    )
+                )
+                phases.append(
+                    run_phase(
+                        f"library search {strategy}",
+                        args.clients,
+                        args.seconds,
+                        library_search(strategy),
+                    )
+                )
+            phases.append(
+                run_phase("API ingest (120 words)", args.clients, args.seconds, api_ingest)
+            )
+            store.close()
+
+    print(
+        f"{args.clients} clients, gunicorn -w {args.workers}, {args.documents} documents, "
+        f"{args.seconds:.0f} s per phase"
+    )
+    for phase in phases:
+        print(phase.row())
+    by_name = {phase.name: phase for phase in phases}
+    for strategy in ("semantic", "hybrid"):
+        api, lib = by_name[f"API search {strategy}"], by_name[f"library search {strategy}"]
+        print(
+            f"API overhead {strategy:8}: throughput {lib.rps / api.rps:5.2f}x lower, "
+            f"p50 {statistics.median(api.latencies) / statistics.median(lib.latencies):5.2f}x, "
+            f"p95 {api.percentile(0.95) / lib.percentile(0.95):5.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
