@@ -7,12 +7,12 @@ import time
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from rag_plugin.search import SearchStrategy
 
 from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, scope_for
 from rag_plugin.engine import CollectionSearcher, SearchOutcome
 from rag_plugin.exceptions import DocumentNotFoundError
+from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord
 from tenants.selectors import enabled_rag_sources
 
