@@ -70,17 +70,11 @@ def bm25_search(
 ) -> list[ScoredChunk]:
     """Top ``n`` chunks by BM25 over the whole collection; only scores > 0.
 
-    Exact top-k with impact thresholds, so a common term's long posting list is not read in
-    full. A term's normalised impact in a chunk, ``s = tf(k1+1) / (tf + k1(1 − b + b·dl/avgdl))``,
-    rises with tf and falls with dl, and a chunk's score is ``Σ w_t·s_t`` with
-    ``w_t = qtf·idf``. Round 1 takes each term's ``k`` highest-impact postings (one short
-    ``ORDER BY dl LIMIT k`` index scan per distinct tf, see ``rag_postings_impact``) and
-    scores those chunks fully; the ``k``-th score is a lower bound θ of the true ``k``-th.
-    Round 2 splits θ into per-term thresholds ``τ_t`` with ``Σ w_t·τ_t < θ``: the lightest
-    terms get ``τ = k1+1`` (no posting reaches it: MaxScore's non-essential terms), the others
-    one shared τ. A chunk whose every impact is below its term's τ scores below θ, so the top
-    ``k`` lie among the chunks with some ``s_t ≥ τ_t``, read as a staircase of ``tf = j AND
-    dl ≤ D_j`` index ranges and scored fully.
+    MaxScore pruning keeps common terms cheap without changing the answer: candidates are
+    the chunks holding one of the rarest ("essential") query terms, scored on every query
+    term. A chunk holding only the other terms scores at most the sum of their upper bounds
+    ``qtf·idf·(k1+1)``; while that sum is below the k-th candidate's score no such chunk can
+    enter the top k. Otherwise the next rarest term becomes essential, up to all of them.
     """
     tokens = get_analyzer(row.info.analyzer).tokens(query)
     if not tokens or row.chunk_count == 0:
@@ -96,27 +90,23 @@ def bm25_search(
     k1, b = DEFAULT_K1, DEFAULT_B
     idf = {term: bm25_idf(row.chunk_count, df[term]) for term in df}
     weight = {term: tokens.count(term) * idf[term] for term in df}
+    rarest_first = sorted(df, key=lambda term: (df[term], term))
     k = _margin(n)
-    rows = _bm25_round(conn, tables, row, weight, k, filters, thresholds=None)
-    if len(rows) >= k:
-        # The relative margin covers the last bits SQL's float sums may differ by.
-        budget = float(rows[k - 1][-1]) * (1 - 1e-9)
-        thresholds: dict[str, float] = {}
-        lightest_first = sorted(weight, key=lambda term: (weight[term], term))
-        for index, term in enumerate(lightest_first):
-            ceiling = weight[term] * (k1 + 1.0)
-            if ceiling < budget:
-                budget -= ceiling
-                continue
-            rest = lightest_first[index:]
-            tau = budget / sum(weight[t] for t in rest)
-            thresholds = dict.fromkeys(rest, tau)
+    # Start with enough essential terms to reach k postings: fewer cannot give a threshold.
+    first, postings = len(rarest_first), 0
+    for index, term in enumerate(rarest_first, start=1):
+        postings += df[term]
+        if postings >= k:
+            first = index
             break
-        # Every chunk scoring θ or more is a round-2 candidate, round 1's top k included.
-        # (No threshold means every term fits under θ, which float sums alone could cause;
-        # round 1 then read every posting that matters.)
-        if thresholds:
-            rows = _bm25_round(conn, tables, row, weight, k, filters, thresholds=thresholds)
+    rows: list[tuple[Any, ...]] = []
+    for split in range(first, len(rarest_first) + 1):
+        rows = _bm25_candidates(conn, tables, row, rarest_first[:split], weight, k, filters)
+        rest_bound = sum(weight[term] * (k1 + 1.0) for term in rarest_first[split:])
+        threshold = rows[-1][-1] if len(rows) >= k else None
+        # The relative margin covers the last bits SQL's float sums may differ by.
+        if rest_bound == 0.0 or (threshold is not None and rest_bound < threshold * (1 - 1e-9)):
+            break
     avgdl = row.average_length
     hits: list[ScoredChunk] = []
     for r in rows:
@@ -133,87 +123,57 @@ def bm25_search(
     return hits[:n]
 
 
-# Round 1: each term's k highest-impact postings. For one tf, impact falls as dl grows, so
-# ``ORDER BY dl LIMIT k`` per distinct tf holds the term's top k; ``max(tf)`` bounds the tfs.
-_TOP_IMPACT = (
-    "SELECT best.chunk_id FROM q"
-    " CROSS JOIN LATERAL (SELECT max(p.tf) AS m FROM {postings} p"
-    "  WHERE p.collection_id = %(coll)s AND p.term = q.term) AS mt"
-    " CROSS JOIN LATERAL (SELECT s.chunk_id FROM generate_series(1, mt.m) AS j(tf)"
-    "  CROSS JOIN LATERAL (SELECT p.chunk_id, p.tf * (%(k1)s + 1.0)"
-    "   / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / %(avgdl)s)) AS impact FROM {postings} p"
-    "   WHERE p.collection_id = %(coll)s AND p.term = q.term AND p.tf = j.tf{where}"
-    "   ORDER BY p.dl LIMIT %(k)s) AS s"
-    "  ORDER BY s.impact DESC LIMIT %(k)s) AS best"
-)
-
-# Round 2: every posting with impact ≥ τ of its term: s(j, dl) ≥ τ ⟺ dl ≤ D_j, one index
-# range per tf. D_j is widened by a hair so float rounding can only add candidates.
-_ABOVE_THRESHOLD = (
-    "SELECT s.chunk_id FROM q"
-    " CROSS JOIN LATERAL (SELECT max(p.tf) AS m FROM {postings} p"
-    "  WHERE p.collection_id = %(coll)s AND p.term = q.term) AS mt"
-    " CROSS JOIN LATERAL generate_series(1, mt.m) AS j(tf)"
-    " CROSS JOIN LATERAL (SELECT p.chunk_id FROM {postings} p"
-    "  WHERE p.collection_id = %(coll)s AND p.term = q.term AND p.tf = j.tf"
-    "  AND p.dl <= (j.tf * ((%(k1)s + 1.0) / q.tau - 1.0) - %(k1)s * (1.0 - %(b)s))"
-    "   * %(avgdl)s / (%(k1)s * %(b)s) * (1.0 + 1e-9) + 1e-9{where}) AS s"
-)
-
-
-def _bm25_round(
+def _bm25_candidates(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
+    essential: list[str],
     weight: dict[str, float],
     k: int,
     filters: str | None,
-    *,
-    thresholds: dict[str, float] | None,
 ) -> list[tuple[Any, ...]]:
-    """The top ``k`` candidates by SQL's BM25 sum over every query term.
+    """The top ``k`` chunks holding an essential term (plus ties), by SQL's BM25 sum.
 
-    Candidates are each term's top ``k`` by impact (``thresholds`` None) or the postings at
-    or above each term's threshold. Each row is the chunk's columns, its length, its query
-    terms and their tfs, and the score; a candidate's postings of every query term are probed
-    in the primary key (``OFFSET 0`` keeps the planner from scanning long lists instead).
+    Each row is the chunk's columns, its length, its query terms and their tfs, and the score.
+    The essential terms' postings are read in full; the other terms are looked up per
+    candidate in the primary key (the ``OFFSET 0`` keeps the planner from turning those
+    probes into a scan of the common terms' long posting lists).
     """
     terms = sorted(weight)
-    if thresholds is None:
-        candidates, probe_terms, taus = _TOP_IMPACT, terms, [0.0] * len(terms)
-    else:
-        probe_terms = sorted(thresholds)
-        candidates, taus = _ABOVE_THRESHOLD, [thresholds[t] for t in probe_terms]
-    if not probe_terms:
-        return []
-    where = tables(_FILTER) if filters else sql.SQL("")
+    rest = [term for term in terms if term not in essential]
+    other = (
+        " UNION ALL SELECT o.* FROM (SELECT DISTINCT chunk_id FROM ess) AS cand"
+        " CROSS JOIN LATERAL (SELECT p.chunk_id, p.term, p.tf, p.dl FROM {postings} p"
+        "  WHERE p.collection_id = %(coll)s AND p.term = ANY(%(rest)s)"
+        "  AND p.chunk_id = cand.chunk_id OFFSET 0) AS o"
+        if rest
+        else ""
+    )
     return conn.execute(
         tables(
-            "WITH w AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[])"
+            "WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[])"
             "  AS u(term, w)),"
-            " q AS (SELECT * FROM unnest(%(probe)s::text[], %(taus)s::float8[])"
-            "  AS u(term, tau)),"
-            " cand AS MATERIALIZED (SELECT DISTINCT chunk_id FROM ({candidates}) AS c),"
-            " hits AS (SELECT o.* FROM cand CROSS JOIN LATERAL (SELECT p.chunk_id, p.term,"
-            "  p.tf, p.dl FROM {postings} p WHERE p.collection_id = %(coll)s"
-            "  AND p.term = ANY(%(terms)s) AND p.chunk_id = cand.chunk_id OFFSET 0) AS o),"
+            " ess AS MATERIALIZED (SELECT p.chunk_id, p.term, p.tf, p.dl FROM {postings} p"
+            "  WHERE p.collection_id = %(coll)s AND p.term = ANY(%(essential)s){where}),"
+            " hits AS (SELECT * FROM ess{other}),"
             " scored AS MATERIALIZED ("
             "  SELECT h.chunk_id, array_agg(h.term) AS terms, array_agg(h.tf) AS tfs,"
-            "   sum(w.w * h.tf * (%(k1)s + 1.0)"
+            "   sum(q.w * h.tf * (%(k1)s + 1.0)"
             "    / (h.tf + %(k1)s * (1.0 - %(b)s + %(b)s * h.dl / %(avgdl)s))) AS score"
-            "  FROM hits h JOIN w ON h.term = w.term GROUP BY h.chunk_id),"
+            "  FROM hits h JOIN q ON h.term = q.term GROUP BY h.chunk_id),"
             " cut AS (SELECT score FROM scored ORDER BY score DESC LIMIT 1 OFFSET %(k)s - 1)"
             " SELECT {chunk_columns}, c.token_count, s.terms, s.tfs, s.score"
             " FROM scored s JOIN {chunks} c ON c.id = s.chunk_id"
             " WHERE s.score >= coalesce((SELECT score FROM cut), '-infinity')"
             " ORDER BY s.score DESC, c.chunk_key LIMIT %(k)s",
-            candidates=tables(candidates, where=where),
+            where=tables(_FILTER) if filters else sql.SQL(""),
+            other=tables(other) if rest else sql.SQL(""),
         ),
         {
             "terms": terms,
             "weights": [weight[t] for t in terms],
-            "probe": probe_terms,
-            "taus": taus,
+            "essential": essential,
+            "rest": rest,
             "coll": row.id,
             "filters": filters,
             "k1": DEFAULT_K1,
