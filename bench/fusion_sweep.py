@@ -51,7 +51,10 @@ class Setting:
 
 
 Legs = dict[str, dict[str, list[str]]]
-"""leg name → query id → chunk ids, best first (leg names: dense, bm25:<a>, fuzzy:<a>)."""
+"""leg name → query id → chunk keys ``<BEIR id>#<index>``, best first.
+
+Leg names: ``dense``, ``bm25:<analyzer>``, ``fuzzy:<analyzer>``.
+"""
 
 
 def collect_legs(corpora: dict[str, Corpus], depth: int) -> tuple[Legs, dict[str, str]]:
@@ -69,9 +72,13 @@ def collect_legs(corpora: dict[str, Corpus], depth: int) -> tuple[Legs, dict[str
             legs[name] = {}
             for query_id, query in queries.items():
                 hits = leg_hits(corpus, name.split(":")[0], query, vectors[query_id], depth)
-                legs[name][query_id] = [hit.chunk.id for hit in hits]
-                for hit in hits:
-                    chunk_docs[hit.chunk.id] = corpus.beir_ids[hit.chunk.document_id]
+                # Keyed by (BEIR id, chunk index): the same chunk in every analyzer's collection.
+                keys = [
+                    f"{corpus.beir_ids[hit.chunk.document_id]}#{hit.chunk.index}" for hit in hits
+                ]
+                legs[name][query_id] = keys
+                for key in keys:
+                    chunk_docs[key] = key.rsplit("#", 1)[0]
         print(f"  legs for {analyzer}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return legs, chunk_docs
 
@@ -132,16 +139,22 @@ def main() -> None:
     args = parser.parse_args()
 
     data = load_beir(args.data, args.split)
-    embedder = make_embedder(args.cache)
-    store = open_store("memory")
     analyzers = args.analyzers.split(",")
-    corpora = {
-        analyzer: ingest_corpus(
-            store, embedder, data, analyzer=analyzer, with_title=not args.no_title
-        )
-        for analyzer in analyzers
-    }
-    legs, chunk_docs = collect_legs(corpora, args.depth)
+    title = "text" if args.no_title else "title"
+    saved = args.cache.parent / f"legs-{data.name}-{args.split}-{title}-{args.depth}.json"
+    if saved.exists():
+        legs, chunk_docs = json.loads(saved.read_text())
+    if not saved.exists() or any(f"bm25:{a}" not in legs for a in analyzers):
+        embedder = make_embedder(args.cache)
+        store = open_store("memory")
+        corpora = {
+            analyzer: ingest_corpus(
+                store, embedder, data, analyzer=analyzer, with_title=not args.no_title
+            )
+            for analyzer in analyzers
+        }
+        legs, chunk_docs = collect_legs(corpora, args.depth)
+        saved.write_text(json.dumps([legs, chunk_docs]))
     queries = list(data.queries)
     rows = []
     for setting in settings(analyzers):
