@@ -1,4 +1,4 @@
-"""The BM25 and fuzzy legs and query correction, computed from the database's lexical state.
+"""The BM25 leg and query correction, computed from the database's lexical state.
 
 BM25 (exact): SQL finds and ranks every chunk of the collection that holds a query term, from
 ``rag_postings`` (tf, dl), ``rag_vocabulary`` (df) and the collection row (N, Σdl), with the
@@ -7,17 +7,7 @@ tied with the last of them); Python then scores those rows with the very functio
 :class:`~rag_plugin.lexical.bm25.Bm25Index` uses and re-sorts them, so scores are equal to the
 in-memory index's bit for bit, whatever order PostgreSQL adds floats in.
 
-Fuzzy (exact scores, approximate candidate set): :func:`~rag_plugin.lexical.fuzzy.fuzzy_score`
-compares query words with a chunk's *whitespace* words, while the database indexes *analyzer
-tokens*. Candidates are the chunks holding a vocabulary term within ``max_distance`` edits of a
-query word or of one of its tokens; SQL pre-ranks them by the same formula applied to those
-terms and Python scores the best ``max(2n, n + 20)`` exactly with ``fuzzy_score``. A chunk
-whose only match is a whitespace word that shares no close term with the query can be missed,
-where the in-memory index (which looks at the words themselves) finds it: with the seed
-analyzer that takes a word glued to punctuation on both sides; with a stemming analyzer it is
-more common (a typo whose stem is far from the word's stem, or a stopword). The differential
-test measures it: exact on random corpora with the seed analyzer, ≥ 0.8 overlap with stemming.
-Storing each chunk's distinct whitespace words as a second posting list would make it exact.
+Fuzzy: see ``fuzzy.py`` (word postings of its own, ``words.py``).
 
 Correction (exact): the vocabulary table holds each term with its df; SQL returns every term
 that can be within ``max_distance`` edits of a query word (length window plus the partition
@@ -32,21 +22,14 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
 
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, bm25_term_score
-from rag_plugin.lexical.fuzzy import (
-    DEFAULT_MAX_DISTANCE,
-    correct_word_against,
-    fuzzy_score,
-    word_similarity,
-)
+from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, correct_word_against
 from rag_plugin.stores.base import Correction, QueryCorrection, ScoredChunk
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 
-__all__ = ["bm25_search", "correct_query", "fuzzy_search"]
+__all__ = ["bm25_search", "correct_query", "near_terms"]
 
 _FILTER = (
     " AND p.chunk_id IN (SELECT id FROM {chunks}"
@@ -203,17 +186,27 @@ def _pieces(word: str, max_distance: int) -> list[str]:
     return pieces
 
 
-def _near_terms(
+_NEAR = {
+    "terms": "SELECT term, df FROM {vocabulary} WHERE collection_id = %s"
+    " AND char_length(term) BETWEEN %s AND %s AND term LIKE ANY(%s)",
+    "words": "SELECT word, df FROM {word_vocabulary} WHERE collection_id = %s"
+    " AND char_length(word) BETWEEN %s AND %s AND word LIKE ANY(%s)",
+}
+
+
+def near_terms(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
     words: Collection[str],
     max_distance: int,
+    vocabulary: str = "terms",
 ) -> dict[str, int]:
-    """Every vocabulary term that may be within ``max_distance`` edits of a word, with its df.
+    """Every vocabulary entry that may be within ``max_distance`` edits of a word, with its df.
 
-    A superset: the length window and the partition filter only drop terms that cannot be
-    that close, so the caller's exact distance check decides.
+    ``vocabulary`` is ``"terms"`` (analyzer terms, for correction) or ``"words"`` (the fuzzy
+    leg's whitespace words). A superset: the length window and the partition filter only drop
+    entries that cannot be that close, so the caller's exact distance check decides.
     """
     lengths = [len(word) for word in words]
     if not lengths:
@@ -228,10 +221,7 @@ def _near_terms(
     # One pass over the length window; a term passes if it holds a piece of any word, which
     # is a superset of each word's own candidates (the caller checks distances exactly).
     found = conn.execute(
-        tables(
-            "SELECT term, df FROM {vocabulary} WHERE collection_id = %s"
-            " AND char_length(term) BETWEEN %s AND %s AND term LIKE ANY(%s)"
-        ),
+        tables(_NEAR[vocabulary]),
         (row.id, max(1, min(lengths) - max_distance), max(lengths) + max_distance, patterns),
     ).fetchall()
     return {term: int(df) for term, df in found}
@@ -244,7 +234,7 @@ def correct_query(
     tokens = get_analyzer(row.info.analyzer).tokens(query)
     if not tokens:
         return QueryCorrection(query=query)
-    vocabulary = _near_terms(conn, tables, row, tokens, DEFAULT_MAX_DISTANCE)
+    vocabulary = near_terms(conn, tables, row, tokens, DEFAULT_MAX_DISTANCE)
     corrected: list[str] = []
     corrections: list[Correction] = []
     for token in tokens:
@@ -257,76 +247,3 @@ def correct_query(
         if distance > 0:
             corrections.append(Correction(token, word, distance))
     return QueryCorrection(" ".join(corrected), tuple(corrections))
-
-
-def fuzzy_search(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    row: CollectionRow,
-    query: str,
-    n: int,
-    filters: str | None,
-) -> list[ScoredChunk]:
-    """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
-    words = query.lower().split()
-    if not words or row.chunk_count == 0:
-        return []
-    analyzer = get_analyzer(row.info.analyzer)
-    probes = {i: {word, *analyzer.tokens(word)} for i, word in enumerate(words)}
-    vocabulary = _near_terms(conn, tables, row, set().union(*probes.values()), DEFAULT_MAX_DISTANCE)
-    terms = list(vocabulary)
-    positions: list[int] = []
-    near: list[str] = []
-    similarities: list[float] = []
-    for i, variants in probes.items():
-        best: dict[str, float] = {}
-        for variant in variants:
-            # rapidfuzz's C loop finds the few terms within reach among possibly thousands.
-            for term, distance, _ in process.extract(
-                variant,
-                terms,
-                scorer=Levenshtein.distance,
-                score_cutoff=DEFAULT_MAX_DISTANCE,
-                limit=None,
-            ):
-                # Used only to pre-rank candidates; fuzzy_score decides the scores.
-                similarity = word_similarity(variant, term, int(distance))
-                if similarity > best.get(term, 0.0):
-                    best[term] = similarity
-        for term, similarity in best.items():
-            positions.append(i)
-            near.append(term)
-            similarities.append(similarity)
-    if not near:
-        return []
-    where = tables(_FILTER) if filters else sql.SQL("")
-    rows = conn.execute(
-        tables(
-            "WITH near AS (SELECT * FROM unnest(%(pos)s::integer[], %(terms)s::text[],"
-            "  %(sims)s::float8[]) AS u(pos, term, sim)),"
-            " best AS (SELECT p.chunk_id, n.pos, max(n.sim) AS sim"
-            "  FROM {postings} p JOIN near n ON p.term = n.term"
-            "  WHERE p.collection_id = %(coll)s{where} GROUP BY p.chunk_id, n.pos),"
-            " ranked AS MATERIALIZED (SELECT chunk_id, sum(sim) * count(*) AS score FROM best"
-            "  GROUP BY chunk_id),"
-            " cut AS (SELECT score FROM ranked ORDER BY score DESC LIMIT 1 OFFSET %(k)s - 1)"
-            " SELECT {chunk_columns} FROM ranked r JOIN {chunks} c ON c.id = r.chunk_id"
-            " WHERE r.score >= coalesce((SELECT score FROM cut), '-infinity')"
-            " ORDER BY r.score DESC, c.chunk_key LIMIT %(k)s",
-            where=where,
-        ),
-        {
-            "pos": positions,
-            "terms": near,
-            "sims": similarities,
-            "coll": row.id,
-            "filters": filters,
-            "k": max(2 * n, n + 20),
-        },
-    ).fetchall()
-    hits = [
-        ScoredChunk(chunk_record(r), fuzzy_score(query, r[3], DEFAULT_MAX_DISTANCE)) for r in rows
-    ]
-    hits = [hit for hit in hits if hit.score > 0.0]
-    hits.sort(key=lambda hit: (-hit.score, hit.chunk.id))
-    return hits[:n]

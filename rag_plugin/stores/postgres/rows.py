@@ -27,7 +27,16 @@ __all__ = [
     "vector_literal",
 ]
 
-TABLE_NAMES = ("collections", "documents", "chunks", "postings", "vocabulary", "embedding_cache")
+TABLE_NAMES = (
+    "collections",
+    "documents",
+    "chunks",
+    "postings",
+    "vocabulary",
+    "words",
+    "word_vocabulary",
+    "embedding_cache",
+)
 
 CHUNK_COLUMNS = (
     "c.chunk_key, c.document_id, c.idx, c.content, c.start_offset, c.end_offset, c.metadata"

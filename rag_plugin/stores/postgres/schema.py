@@ -9,6 +9,7 @@ in place.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.stores.postgres.words import backfill_words
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
@@ -39,13 +41,22 @@ OPERATOR_CLASSES = {
 }
 
 
+Step = str | Callable[[psycopg.Connection[Any], str], None]
+"""A migration step: DDL/DML using ``{schema}``, or a function of (connection, schema)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One step of the schema's history; ``statements`` use ``{schema}`` for the schema."""
+    """One step of the schema's history, run in order inside ``ensure_schema``'s transaction.
+
+    A step is SQL with ``{schema}`` for the schema, or a Python function called with the
+    connection and the schema name (for data that only Python can compute, such as Python's
+    own lowercasing and splitting of chunk texts).
+    """
 
     version: int
     description: str
-    statements: tuple[str, ...]
+    statements: tuple[Step, ...]
 
 
 # Why the layout looks like this:
@@ -162,6 +173,39 @@ _IMPACT_INDEX = (
     """,
 )
 
+# The fuzzy leg's own posting list: each chunk's distinct lowercased whitespace words (the words
+# fuzzy_score compares, computed by Python's lower() and split(), not SQL's) and each word's df.
+# Tables first, rows from Python, keys and indexes last (one sort instead of row-by-row upkeep).
+_WORDS = (
+    """
+    CREATE TABLE {schema}.rag_words (
+        collection_id bigint NOT NULL,
+        word text COLLATE "C" NOT NULL,
+        chunk_id bigint NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE {schema}.rag_word_vocabulary (
+        collection_id bigint NOT NULL,
+        word text COLLATE "C" NOT NULL,
+        df integer NOT NULL
+    )
+    """,
+    backfill_words,
+    """
+    INSERT INTO {schema}.rag_word_vocabulary (collection_id, word, df)
+        SELECT collection_id, word, count(*) FROM {schema}.rag_words GROUP BY 1, 2
+    """,
+    "ALTER TABLE {schema}.rag_words ADD PRIMARY KEY (collection_id, word, chunk_id)",
+    # Deletes find a chunk's words here, and fuzzy search probes candidates' words.
+    "CREATE INDEX rag_words_chunk ON {schema}.rag_words (chunk_id, word)",
+    "ALTER TABLE {schema}.rag_word_vocabulary ADD PRIMARY KEY (collection_id, word)",
+    """
+    CREATE INDEX rag_word_vocabulary_length ON {schema}.rag_word_vocabulary
+        (collection_id, char_length(word))
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -169,6 +213,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # admits most of its postings and probing them all cost more than MaxScore's full read,
     # so BM25 went back to MaxScore and the index, which only slowed writes, goes.
     Migration(3, "drop the unused impact index", ("DROP INDEX {schema}.rag_postings_impact",)),
+    Migration(4, "fuzzy word postings and word vocabulary, backfilled from the chunks", _WORDS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -226,8 +271,11 @@ def ensure_schema(
         for migration in sorted(migrations, key=lambda m: m.version):
             if migration.version <= version:
                 continue
-            for statement in migration.statements:
-                conn.execute(_render(statement, schema))
+            for step in migration.statements:
+                if isinstance(step, str):
+                    conn.execute(_render(step, schema))
+                else:
+                    step(conn, schema)
             conn.execute(
                 sql.SQL("INSERT INTO {} (version, description) VALUES (%s, %s)").format(
                     sql.Identifier(schema, "rag_schema_version")

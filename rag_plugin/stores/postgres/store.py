@@ -1,7 +1,7 @@
 """The PostgreSQL store: every piece of state in the database, every change one transaction.
 
 ``PostgresStore(dsn_or_pool, schema="tenant")`` keeps collections, documents, chunks, vectors,
-BM25 postings and statistics and the fuzzy vocabulary in one schema (see ``schema.py`` for the
+BM25 postings and statistics and the fuzzy word postings in one schema (see ``schema.py`` for the
 tables and why they look so). Nothing is loaded into the process: any number of app processes
 share one index and see each other's writes at once, and an app process's memory does not grow
 with the corpus.
@@ -10,7 +10,8 @@ with the corpus.
   selective filters, iterative scans otherwise (``dense.py``).
 - BM25: computed in SQL over the whole collection from postings, df and N/avgdl, then scored
   exactly as :class:`~rag_plugin.lexical.bm25.Bm25Index` does (``lexical.py``).
-- Fuzzy and correction: from the collection's vocabulary table (``lexical.py``).
+- Fuzzy: exact, from the chunks' word postings and word vocabulary (``fuzzy.py``,
+  ``words.py``); correction from the analyzer vocabulary (``lexical.py``).
 - Writes: one transaction per document, serialised per collection (``writes.py``).
 
 Collection names are validated before any SQL; identifiers go through ``psycopg.sql``; values
@@ -47,6 +48,7 @@ from rag_plugin.stores.base import (
 from rag_plugin.stores.postgres import lexical, writes
 from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
+from rag_plugin.stores.postgres.fuzzy import fuzzy_search
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -327,7 +329,7 @@ class PostgresStore(Store):
             row = self._collection(conn, collection)
             if n == 0:
                 return []
-            return lexical.fuzzy_search(conn, self._tables, row, query, n, where)
+            return fuzzy_search(conn, self._tables, row, query, n, where)
 
     def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
         """Correct each query word to the closest word of the collection's vocabulary."""

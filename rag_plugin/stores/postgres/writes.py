@@ -1,4 +1,4 @@
-"""Document writes: chunks, vectors, postings, vocabulary and statistics in one transaction.
+"""Document writes: chunks, vectors, postings, vocabularies, statistics in one transaction.
 
 Concurrency: every write first locks its collection's row (``FOR NO KEY UPDATE``; delete uses
 ``FOR UPDATE``). Writers to one collection therefore take turns — no lost update of N, Σdl or
@@ -29,6 +29,7 @@ from rag_plugin.stores.postgres.rows import (
     json_copy,
     vector_literal,
 )
+from rag_plugin.stores.postgres.words import chunk_words, insert_words, remove_words
 from rag_plugin.vectors import validate_embedding
 
 __all__ = [
@@ -48,6 +49,7 @@ class _PreparedChunk:
     metadata: dict[str, Any]
     term_frequencies: Counter[str]
     length: int
+    words: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ def prepare_document(
                 metadata=json_copy(chunk.metadata, "chunk metadata"),
                 term_frequencies=Counter(tokens),
                 length=len(tokens),
+                words=chunk_words(chunk.content),
             )
         )
     return PreparedDocument(
@@ -112,6 +115,7 @@ def _remove_chunks(
     conn: psycopg.Connection[Any], tables: Tables, collection_id: int, document_id: str
 ) -> tuple[int, int]:
     """Remove a document's chunks and postings, decrementing df; return (chunks, Σdl)."""
+    remove_words(conn, tables, collection_id, document_id)
     counts = conn.execute(
         tables(
             "WITH gone AS ("
@@ -319,6 +323,7 @@ def _insert_chunks(
             ),
             (row.id, terms, [document_frequency[t] for t in terms]),
         )
+    insert_words(conn, tables, row.id, {chunk_ids[item.chunk.index]: item.words for item in items})
     return sum(item.length for item in items)
 
 
@@ -326,6 +331,8 @@ def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: Collec
     """Delete a locked collection and all it holds; return how many documents it had."""
     for template in (
         "DELETE FROM {postings} WHERE collection_id = %s",
+        "DELETE FROM {words} WHERE collection_id = %s",
+        "DELETE FROM {word_vocabulary} WHERE collection_id = %s",
         "DELETE FROM {vocabulary} WHERE collection_id = %s",
         "DELETE FROM {chunks} WHERE collection_id = %s",
         "DELETE FROM {documents} WHERE collection_id = %s",

@@ -6,7 +6,9 @@ from collections import Counter
 
 import psycopg
 from psycopg import sql
+
 from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.stores.postgres.words import chunk_words
 
 
 def statistics_mismatches(
@@ -55,6 +57,20 @@ def statistics_mismatches(
                 (collection_id,),
             ).fetchall()
         )
+        word_rows = conn.execute(
+            sql.SQL("SELECT chunk_id, word FROM {} WHERE collection_id = %s").format(
+                table("words")
+            ),
+            (collection_id,),
+        ).fetchall()
+        word_df: dict[str, int] = dict(
+            conn.execute(
+                sql.SQL("SELECT word, df FROM {} WHERE collection_id = %s").format(
+                    table("word_vocabulary")
+                ),
+                (collection_id,),
+            ).fetchall()
+        )
         document_rows = conn.execute(
             sql.SQL(
                 "SELECT count(*), coalesce(sum(chunk_count), 0) FROM {} WHERE collection_id = %s"
@@ -81,6 +97,13 @@ def statistics_mismatches(
     if vocabulary != dict(df):
         diff = {t for t in set(vocabulary) | set(df) if vocabulary.get(t) != df.get(t)}
         problems.append(f"df differs for {len(diff)} terms, e.g. {sorted(diff)[:5]}")
+    expected_words = {
+        (chunk_id, word) for chunk_id, content, _ in rows for word in chunk_words(content)
+    }
+    if sorted(word_rows) != sorted(expected_words):
+        problems.append(f"word postings differ: {len(set(word_rows) ^ expected_words)} rows")
+    if word_df != dict(Counter(word for _, word in expected_words)):
+        problems.append("word df differs")
     if (chunks, tokens) != (len(rows), total):
         problems.append(f"N, sum(dl) stored {(chunks, tokens)} != recounted {(len(rows), total)}")
     if document_rows is None or (documents, chunks) != tuple(document_rows):

@@ -96,6 +96,31 @@ def test_a_later_migration_changes_existing_data_in_place(
     assert [h.chunk.document_id for h in store.bm25(collection, "migration", 5)] == [document]
 
 
+def test_migration_4_backfills_the_word_postings_of_existing_chunks(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    texts = ["Straße ÉCOLE école", "the  quick\tbrown\u2028fox x", "quikc brown"]
+    _, chunks = chunk_inputs(texts, [[1.0, 0.0]] * 3)
+    store.upsert_document(collection, DocumentInput(source="a"), chunks)
+    expected = [(h.chunk.id, h.score) for h in store.fuzzy(collection, "quick ecole", 10)]
+    with psycopg.connect(dsn) as conn:
+        # Back to version 3: no word tables.
+        for name in ("rag_words", "rag_word_vocabulary"):
+            conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(pg_schema, name)))
+        conn.execute(
+            sql.SQL("DELETE FROM {} WHERE version = 4").format(
+                sql.Identifier(pg_schema, "rag_schema_version")
+            )
+        )
+        conn.commit()
+        assert ensure_schema(conn, pg_schema) == SCHEMA_VERSION
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+    got = [(h.chunk.id, h.score) for h in store.fuzzy(collection, "quick ecole", 10)]
+    assert got == expected
+    assert [chunk_id.rsplit("_", 1)[1] for chunk_id, _ in got] == ["1", "0", "2"]
+
+
 def test_a_schema_newer_than_the_code_is_refused(
     store: PostgresStore, dsn: str, pg_schema: str
 ) -> None:

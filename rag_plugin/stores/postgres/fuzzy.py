@@ -1,0 +1,229 @@
+"""The fuzzy leg, exact: the same ids, scores and order as the in-memory FuzzyIndex.
+
+A chunk's score (:func:`~rag_plugin.lexical.fuzzy.fuzzy_score`) depends only on, for each query
+word, the best similarity among the chunk's words within ``max_distance`` edits. So the search
+never reads chunk texts: the word vocabulary (``words.py``) gives every *close word* of each
+query word (length window and partition filter in SQL, exact distances by rapidfuzz), the word
+postings give the chunks holding them, and numpy combines the similarities per chunk in query
+order exactly as FuzzyIndex does, so the floats are equal bit for bit. Only chunks holding a
+close word can score above 0, so the candidates are exact too.
+
+Pruning (MaxScore over close words), so common words' long posting lists are rarely read:
+
+1. Seed: the postings of the rarest close words give some chunks; probing those chunks for
+   every other close word gives their exact scores, and the ``n``-th best is a floor θ for the
+   final ``n``-th score.
+2. The costliest close words are left out while a chunk holding *only* left-out words stays
+   below θ: its score is at most the formula applied to each query word's best left-out
+   similarity (the score rises with every similarity, and so do rounded floats).
+3. The other close words' postings give every chunk that can reach θ. Their scores without
+   the left-out words are lower bounds (raising θ) and, with each query word's best left-out
+   similarity, upper bounds; only chunks whose upper bound reaches θ are probed for the
+   left-out words, so every chunk that can be in the top ``n`` gets its exact score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
+
+from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, word_similarity
+from rag_plugin.lexical.slots import FloatArray, IntArray
+from rag_plugin.stores.base import ScoredChunk
+from rag_plugin.stores.postgres.lexical import near_terms
+from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
+
+__all__ = ["fuzzy_search"]
+
+_FILTER = (
+    " AND chunk_id IN (SELECT id FROM {chunks}"
+    " WHERE collection_id = %(coll)s AND metadata @> %(filters)s::jsonb)"
+)
+
+
+def _seed_size(n: int) -> int:
+    # Postings read for the floor θ: enough chunks that n of them are likely good ones.
+    return max(8 * n, 200)
+
+
+class _Scores:
+    """Per-chunk best similarities for each distinct query word, from fetched postings."""
+
+    def __init__(self, words: list[str], close: dict[str, dict[int, float]]) -> None:
+        distinct = list(dict.fromkeys(words))
+        self.order = [distinct.index(word) for word in words]  # query order, with repeats
+        self.width = len(distinct)
+        self.close = close  # close word → {distinct query word position: similarity}
+        self.segments: list[tuple[str, IntArray]] = []
+
+    def add(self, rows: list[tuple[str, list[int]]]) -> None:
+        self.segments.extend((word, np.asarray(ids, dtype=np.int64)) for word, ids in rows)
+
+    def matrix(self) -> tuple[IntArray, FloatArray]:
+        """The chunk ids seen so far (sorted) and their best similarity per query word."""
+        if not self.segments:
+            return np.zeros(0, dtype=np.int64), np.zeros((self.width, 0))
+        ids = np.unique(np.concatenate([chunk_ids for _, chunk_ids in self.segments]))
+        best = np.zeros((self.width, len(ids)))
+        for word, chunk_ids in self.segments:
+            columns = np.searchsorted(ids, chunk_ids)
+            for position, similarity in self.close[word].items():
+                best[position, columns] = np.maximum(best[position, columns], similarity)
+        return ids, best
+
+    def combine(self, best: FloatArray) -> FloatArray:
+        """``(Σ best / n) · (matched / n)`` per chunk, adding in query order like FuzzyIndex."""
+        totals = np.zeros(best.shape[1])
+        matched = np.zeros(best.shape[1])
+        for position in self.order:
+            totals += best[position]
+            matched += best[position] > 0.0
+        count = len(self.order)
+        result: FloatArray = (totals / count) * (matched / count)
+        return result
+
+    def bound(self, residual: list[float]) -> float:
+        """The highest score of a chunk whose similarities are at most ``residual``."""
+        return float(self.combine(np.asarray(residual, dtype=np.float64)[:, None])[0])
+
+
+def _nth(scores: FloatArray, n: int) -> float:
+    """The ``n``-th highest score, or 0 when there are fewer."""
+    if len(scores) < n:
+        return 0.0
+    return float(np.partition(scores, len(scores) - n)[len(scores) - n])
+
+
+def _close_words(
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, words: list[str]
+) -> tuple[dict[str, dict[int, float]], dict[str, int]]:
+    """Each close word's similarity per distinct query word (only > 0), and its df."""
+    distinct = list(dict.fromkeys(words))
+    vocabulary = near_terms(conn, tables, row, distinct, DEFAULT_MAX_DISTANCE, "words")
+    choices = list(vocabulary)
+    close: dict[str, dict[int, float]] = {}
+    for position, query_word in enumerate(distinct):
+        # rapidfuzz's C loop finds the few words within reach among the window's candidates.
+        for word, distance, _ in process.extract(
+            query_word,
+            choices,
+            scorer=Levenshtein.distance,
+            score_cutoff=DEFAULT_MAX_DISTANCE,
+            limit=None,
+        ):
+            similarity = word_similarity(query_word, word, int(distance))
+            if similarity > 0.0:
+                close.setdefault(word, {})[position] = similarity
+    return close, {word: vocabulary[word] for word in close}
+
+
+def _postings(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    words: list[str],
+    filters: str | None,
+) -> list[tuple[str, list[int]]]:
+    """The (filtered) chunks holding each of ``words``."""
+    if not words:
+        return []
+    return conn.execute(
+        tables(
+            "SELECT word, array_agg(chunk_id) FROM {words}"
+            " WHERE collection_id = %(coll)s AND word = ANY(%(words)s){where} GROUP BY word",
+            where=tables(_FILTER) if filters else sql.SQL(""),
+        ),
+        {"coll": row.id, "words": words, "filters": filters},
+    ).fetchall()
+
+
+def _probe(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    chunk_ids: IntArray,
+    words: list[str],
+) -> list[tuple[str, list[int]]]:
+    """Which of ``chunk_ids`` hold which of ``words`` (read through the per-chunk index)."""
+    if not words or not len(chunk_ids):
+        return []
+    return conn.execute(
+        tables(
+            "SELECT word, array_agg(chunk_id) FROM {words} WHERE collection_id = %s"
+            " AND chunk_id = ANY(%s) AND word = ANY(%s) GROUP BY word"
+        ),
+        (row.id, chunk_ids.tolist(), words),
+    ).fetchall()
+
+
+def fuzzy_search(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    query: str,
+    n: int,
+    filters: str | None,
+) -> list[ScoredChunk]:
+    """Top ``n`` chunks by the fuzzy word-match score; only scores > 0; ties by chunk id."""
+    words = query.lower().split()
+    if not words or row.chunk_count == 0 or n == 0:
+        return []
+    close, df = _close_words(conn, tables, row, words)
+    if not close:
+        return []
+    state = _Scores(words, close)
+    cheapest = sorted(close, key=lambda word: (df[word], word))
+    seed: list[str] = []
+    postings = 0
+    for word in cheapest:
+        if postings >= _seed_size(n):
+            break
+        seed.append(word)
+        postings += df[word]
+    rest = cheapest[len(seed) :]
+    state.add(_postings(conn, tables, row, seed, filters))
+    if rest:
+        seed_ids, best = state.matrix()
+        floor = 0.0
+        if len(seed_ids) >= n:
+            state.add(_probe(conn, tables, row, seed_ids, rest))
+            floor = _nth(state.combine(state.matrix()[1]), n)
+        residual = [0.0] * state.width
+        left_out: list[str] = []
+        for word in reversed(rest):  # costliest first
+            trial = residual.copy()
+            for position, similarity in close[word].items():
+                trial[position] = max(trial[position], similarity)
+            if state.bound(trial) < floor:
+                residual = trial
+                left_out.append(word)
+        skipped = set(left_out)
+        state.add(_postings(conn, tables, row, [w for w in rest if w not in skipped], filters))
+        if left_out:
+            ids, best = state.matrix()
+            floor = max(floor, _nth(state.combine(best), n))
+            upper = state.combine(np.maximum(best, np.asarray(residual)[:, None]))
+            unsure = ~np.isin(ids, seed_ids) & (upper >= floor)
+            state.add(_probe(conn, tables, row, ids[unsure], left_out))
+    ids, best = state.matrix()
+    scores = state.combine(best)
+    keep = scores > 0.0
+    ids, scores = ids[keep], scores[keep]
+    # Chunks tied with the n-th score all go to SQL, which breaks ties by chunk id.
+    keep = scores >= _nth(scores, n)
+    ids, scores = ids[keep], scores[keep]
+    rows = conn.execute(
+        tables(
+            "SELECT {chunk_columns}, u.score FROM unnest(%s::bigint[], %s::float8[])"
+            " AS u(id, score) JOIN {chunks} c ON c.id = u.id"
+            " ORDER BY u.score DESC, c.chunk_key LIMIT %s"
+        ),
+        (ids.tolist(), scores.tolist(), n),
+    ).fetchall()
+    # float8 round-trips exactly, so SQL's order and the returned scores are Python's.
+    return [ScoredChunk(chunk_record(r), float(r[-1])) for r in rows]

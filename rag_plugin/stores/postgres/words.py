@@ -1,0 +1,101 @@
+"""The fuzzy leg's word postings: each chunk's distinct scoring words and each word's df.
+
+:func:`~rag_plugin.lexical.fuzzy.fuzzy_score` compares query words with a chunk's lowercased
+whitespace words of 2 bytes or more, not with analyzer tokens, so the store keeps those words
+in ``rag_words`` (word → chunk) and ``rag_word_vocabulary`` (word → df), written in the same
+transaction as the chunks. The words are computed here, in Python, because SQL's ``lower()``
+under the "C" collation and its notion of whitespace differ from Python's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from rag_plugin.stores.postgres.rows import Tables
+
+__all__ = ["backfill_words", "chunk_words", "insert_words", "remove_words"]
+
+_BATCH = 5000
+
+
+def chunk_words(content: str) -> list[str]:
+    """The distinct words FuzzyIndex scores ``content`` by, sorted."""
+    # FuzzyIndex lowercases the text and then each scoring word again; lower() twice mirrors
+    # it even for the rare characters whose lowercase form lowercases further.
+    lowered = content.lower()
+    return sorted({word for word in lowered.lower().split() if len(word.encode()) >= 2})
+
+
+def insert_words(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    collection_id: int,
+    words_by_chunk: Mapping[int, Iterable[str]],
+) -> None:
+    """Add new chunks' word postings and raise their words' df."""
+    document_frequency: Counter[str] = Counter()
+    with conn.cursor().copy(
+        tables("COPY {words} (collection_id, word, chunk_id) FROM STDIN")
+    ) as copy:
+        for chunk_id, words in words_by_chunk.items():
+            for word in words:
+                copy.write_row((collection_id, word, chunk_id))
+                document_frequency[word] += 1
+    if document_frequency:
+        words = sorted(document_frequency)
+        conn.execute(
+            tables(
+                "INSERT INTO {word_vocabulary} AS v (collection_id, word, df)"
+                " SELECT %s, w, n FROM unnest(%s::text[], %s::integer[]) AS u(w, n)"
+                " ON CONFLICT (collection_id, word) DO UPDATE SET df = v.df + EXCLUDED.df"
+            ),
+            (collection_id, words, [document_frequency[w] for w in words]),
+        )
+
+
+def remove_words(
+    conn: psycopg.Connection[Any], tables: Tables, collection_id: int, document_id: str
+) -> None:
+    """Remove a document's word postings (before its chunks) and lower their words' df."""
+    counts = conn.execute(
+        tables(
+            "WITH gone AS ("
+            "  DELETE FROM {words} w USING {chunks} c"
+            "  WHERE c.document_id = %(doc)s AND w.chunk_id = c.id"
+            "  RETURNING w.word),"
+            " counts AS (SELECT word, count(*)::integer AS n FROM gone GROUP BY word)"
+            " UPDATE {word_vocabulary} v SET df = v.df - counts.n FROM counts"
+            " WHERE v.collection_id = %(coll)s AND v.word = counts.word"
+            " RETURNING v.word, v.df"
+        ),
+        {"doc": document_id, "coll": collection_id},
+    ).fetchall()
+    vanished = [word for word, df in counts if df <= 0]
+    if vanished:
+        conn.execute(
+            tables("DELETE FROM {word_vocabulary} WHERE collection_id = %s AND word = ANY(%s)"),
+            (collection_id, vanished),
+        )
+
+
+def backfill_words(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Migration step: fill ``rag_words`` from every existing chunk's text."""
+    chunks = sql.Identifier(schema, "rag_chunks")
+    target = sql.SQL("COPY {} (collection_id, word, chunk_id) FROM STDIN").format(
+        sql.Identifier(schema, "rag_words")
+    )
+    # A server-side cursor streams the texts in batches; each batch is copied before the next
+    # is fetched (one connection cannot interleave a COPY with a fetch).
+    with conn.cursor(name="rag_backfill_words") as source:
+        source.itersize = _BATCH
+        source.execute(sql.SQL("SELECT id, collection_id, content FROM {}").format(chunks))
+        while batch := source.fetchmany(_BATCH):
+            with conn.cursor().copy(target) as copy:
+                for chunk_id, collection_id, content in batch:
+                    for word in chunk_words(content):
+                        copy.write_row((collection_id, word, chunk_id))
