@@ -46,6 +46,10 @@ _FILTER = (
 )
 
 
+_PROBE_COST = 8
+"""About how many posting rows read in order cost as much as probing one chunk's words."""
+
+
 def _seed_size(n: int) -> int:
     # Postings read for the floor θ: enough chunks that n of them are likely good ones.
     return max(8 * n, 200)
@@ -209,7 +213,12 @@ def fuzzy_search(
             floor = max(floor, _nth(state.combine(best), n))
             upper = state.combine(np.maximum(best, np.asarray(residual)[:, None]))
             unsure = ~np.isin(ids, seed_ids) & (upper >= floor)
-            state.add(_probe(conn, tables, row, ids[unsure], left_out))
+            # Probing is one index descent per chunk; when most chunks are unsure, reading the
+            # left-out words' postings in full is cheaper (measured: 83k probes took 0.5 s).
+            if int(unsure.sum()) * _PROBE_COST > sum(df[word] for word in left_out):
+                state.add(_postings(conn, tables, row, left_out, filters))
+            else:
+                state.add(_probe(conn, tables, row, ids[unsure], left_out))
     ids, best = state.matrix()
     scores = state.combine(best)
     keep = scores > 0.0
