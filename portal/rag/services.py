@@ -56,8 +56,11 @@ def document_ingest(
         info = scope.store.get_collection(collection, owner=scope.owner)
         existed = True
     except CollectionNotFoundError:
+        # The seed analyzer, not the library's stemming default: typo correction over a
+        # stemmed vocabulary answers with stems ("frequenc search"), which the API returns as
+        # the corrected query. Switch once corrections map back to surface words.
         info = get_or_create_collection(
-            scope.store, collection, embedder=embedder, owner=scope.owner
+            scope.store, collection, embedder=embedder, owner=scope.owner, analyzer="seed"
         )
         existed = False
     try:

@@ -164,3 +164,25 @@ def test_get_or_create_uses_a_collection_created_concurrently(embedder: FakeEmbe
     found = get_or_create_collection(store, "docs", embedder=embedder)
     assert found.name == "docs"
     assert [c.name for c in store.list_collections()] == ["docs"]
+
+
+@pytest.mark.parametrize(
+    ("options", "analyzer", "found"),
+    [
+        # The default analyzer stems and drops stopwords: "run dog" finds "dogs were running".
+        ({}, "english", ["0"]),
+        ({"analyzer": "seed"}, "seed", []),
+    ],
+)
+def test_new_collections_default_to_the_english_analyzer(
+    store: MemoryStore,
+    embedder: FakeEmbedder,
+    options: dict[str, str],
+    analyzer: str,
+    found: list[str],
+) -> None:
+    created = get_or_create_collection(store, "stems", embedder=embedder, **options)
+    assert created.analyzer == analyzer
+    result = ingest_text(store, embedder, created, "The dogs were running across the fields")
+    hits = store.bm25(created, "run dog", 5)
+    assert [hit.chunk.id.removeprefix(f"{result.document.id}_") for hit in hits] == found
