@@ -107,11 +107,14 @@ def ingest_corpus(
     beir_ids: dict[str, str] = {}
     started = time.perf_counter()
     for count, doc in enumerate(data.corpus.values(), start=1):
+        text = doc.ingest_text(with_title=with_title)
+        if not chunker.chunk(text):
+            continue  # under min_chunk_size: the API refuses it too ("Content too small")
         result = ingest_text(
             store,
             embedder,
             collection,
-            doc.ingest_text(with_title=with_title),
+            text,
             document=DocumentInput(source=doc.id, title=doc.title),
             chunker=chunker,
         )
