@@ -61,6 +61,7 @@ from rag_plugin.fusion import (
     score_normalization,
 )
 from rag_plugin.ingest import (
+    DEFAULT_COLLECTION_ANALYZER,
     IngestResult,
     get_or_create_collection,
     ingest_text,
@@ -136,6 +137,7 @@ from rag_plugin.vectors import (
 __all__ = [
     "API_CHUNKERS",
     "BUNDLED_MODEL",
+    "DEFAULT_COLLECTION_ANALYZER",
     "DEFAULT_MODEL",
     "Analyzer",
     "AnswerResult",
