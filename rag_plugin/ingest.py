@@ -41,6 +41,9 @@ class IngestResult:
 
     document: DocumentRecord
     chunks: tuple[ChunkRecord, ...]
+    unchanged: bool = False
+    """True when the same source was already stored with this text and description, so
+    nothing was chunked, embedded or written."""
 
     @property
     def chunk_ids(self) -> list[str]:
@@ -60,13 +63,28 @@ def ingest_text(
     """Chunk ``text``, embed every chunk in one call and store it as one document.
 
     One ``embed()`` call means the embedder's dedup and cache cover the whole document. The
-    document's ``content_hash`` is set to :func:`content_hash_hex` of ``text``. A non-empty
-    ``document.source`` that already exists is replaced (see :meth:`Store.upsert_document`).
+    document's ``content_hash`` is set to :func:`content_hash_hex` of ``text`` and its metadata
+    records the chunking (``"chunking"``). A non-empty ``document.source`` that already exists
+    is replaced (see :meth:`Store.upsert_document`) — unless it holds the same text, title,
+    tags, metadata and chunking: then nothing is redone and the stored document is returned
+    with ``unchanged=True`` (re-running an ingest over unchanged files costs one lookup).
     """
     check_embedder(embedder, collection)
     if not isinstance(text, str):
         raise InvalidInputError(f"The content is a {type(text).__name__}, not a str.")
-    pieces = (chunker or TextChunker()).chunk(text)
+    chunker = chunker or TextChunker()
+    described = dataclasses.replace(
+        document or DocumentInput(),
+        content_hash=content_hash_hex(text),
+        metadata={**(document.metadata if document else {}), "chunking": _signature(chunker)},
+    )
+    if described.source:
+        stored = store.find_document(collection, source=described.source)
+        if stored is not None and _same(stored, described):
+            return IngestResult(
+                stored, tuple(store.document_chunks(collection, stored.id)), unchanged=True
+            )
+    pieces = chunker.chunk(text)
     if not pieces:
         raise InvalidInputError("Content too small to chunk")
     vectors = embedder.embed([piece.content for piece in pieces])
@@ -80,11 +98,23 @@ def ingest_text(
         )
         for piece, vector in zip(pieces, vectors, strict=True)
     ]
-    described = dataclasses.replace(
-        document or DocumentInput(), content_hash=content_hash_hex(text)
-    )
     record = store.upsert_document(collection, described, chunks)
     return IngestResult(record, tuple(store.document_chunks(collection, record.id)))
+
+
+def _signature(chunker: TextChunker) -> str:
+    """How the text was cut, e.g. ``word:200:50:20``: a change of chunking re-ingests."""
+    config = chunker.config
+    return f"{config.strategy}:{config.chunk_size}:{config.chunk_overlap}:{config.min_chunk_size}"
+
+
+def _same(stored: DocumentRecord, wanted: DocumentInput) -> bool:
+    return (
+        stored.content_hash == wanted.content_hash
+        and stored.title == wanted.title
+        and tuple(stored.tags) == tuple(wanted.tags)
+        and dict(stored.metadata) == dict(wanted.metadata)
+    )
 
 
 def get_or_create_collection(

@@ -81,6 +81,9 @@ class IngestOutput(serializers.Serializer):  # type: ignore[type-arg]
     document_ids = serializers.ListField(child=serializers.CharField())
     document_id = serializers.CharField()
     collection = serializers.CharField()
+    unchanged = serializers.BooleanField(
+        help_text="The same source already held this text and description: nothing was redone."
+    )
 
 
 class SearchInput(InputSerializer):

@@ -140,6 +140,7 @@ class IngestView(APIView):
                     "document_ids": result.chunk_ids,
                     "document_id": result.document.id,
                     "collection": ingested.collection,
+                    "unchanged": result.unchanged,
                 }
             ).data
         )

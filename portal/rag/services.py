@@ -86,6 +86,7 @@ def document_ingest(
             "shared": shared,
             "document_id": result.document.id,
             "chunks": len(result.chunks),
+            "unchanged": result.unchanged,
             "embedded_texts": embedder.stats.texts_embedded,
             "cache_hits": embedder.stats.cache_hits,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),

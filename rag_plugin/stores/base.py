@@ -200,6 +200,10 @@ class Store(ABC):
         """Return one document; raise ``DocumentNotFoundError`` if absent."""
 
     @abstractmethod
+    def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
+        """Return the document stored under a non-empty ``source``, or None."""
+
+    @abstractmethod
     def list_documents(
         self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
     ) -> list[DocumentRecord]:

@@ -205,6 +205,13 @@ class MemoryStore(Store):
             raise DocumentNotFoundError(document_id)
         return found
 
+    def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
+        """Return the document stored under a non-empty ``source``, or None."""
+        with self._lock:
+            stored = self._resolve(collection)
+            document_id = stored.document_for_source(source)
+            return stored.document(document_id) if document_id is not None else None
+
     def list_documents(
         self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
     ) -> list[DocumentRecord]:

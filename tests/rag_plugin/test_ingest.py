@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from rag_plugin.chunking import ChunkerConfig, TextChunker
+from rag_plugin.chunking import ChunkerConfig, ChunkingStrategy, TextChunker
 from rag_plugin.embedding.cache import InMemoryEmbeddingCache
 from rag_plugin.embedding.dedup import content_hash_hex
 from rag_plugin.exceptions import CollectionNotFoundError, ConfigurationError, InvalidInputError
@@ -75,17 +77,58 @@ def test_ingest_embeds_all_chunks_in_one_deduplicated_call(
     assert embedder.batches == [["alpha beta gamma delta", "epsilon zeta eta theta"]]
 
 
-def test_reingesting_unchanged_text_costs_no_model_call_with_a_cache(
+def test_reingesting_an_unchanged_document_redoes_nothing(
     store: MemoryStore, collection: CollectionInfo
 ) -> None:
     embedder = FakeEmbedder(dimensions=8, cache=InMemoryEmbeddingCache())
-    document = DocumentInput(source="n.txt")
+    document = DocumentInput(source="n.txt", title="Notes", tags=("a",))
     first = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    calls = embedder.stats.calls
     second = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+
+    assert (first.unchanged, second.unchanged) == (False, True)
+    assert second.document == first.document
+    assert second.chunk_ids == first.chunk_ids
+    assert embedder.stats.calls == calls  # not even a cache lookup
+    assert store.get_collection("docs", owner="user:1").document_count == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"title": "Renamed"},
+        {"tags": ("b",)},
+        {"metadata": {"lang": "en"}},
+    ],
+)
+def test_a_changed_description_rewrites_the_document_from_the_embedding_cache(
+    store: MemoryStore, collection: CollectionInfo, change: dict[str, object]
+) -> None:
+    embedder = FakeEmbedder(dimensions=8, cache=InMemoryEmbeddingCache())
+    document = DocumentInput(source="n.txt", title="Notes", tags=("a",))
+    first = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    changed = dataclasses.replace(document, **change)  # type: ignore[arg-type]
+    second = ingest_text(store, embedder, collection, TEXT, document=changed, chunker=WORDS_4)
+
+    assert second.unchanged is False
     assert second.document.id == first.document.id
-    assert embedder.stats.texts_embedded == 4
+    assert embedder.stats.texts_embedded == 4  # the second pass came from the cache
     assert embedder.stats.cache_hits == 4
     assert store.get_collection("docs", owner="user:1").document_count == 1
+
+
+def test_a_changed_chunking_reingests_the_same_text(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    document = DocumentInput(source="n.txt")
+    first = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    other = TextChunker(ChunkerConfig(ChunkingStrategy.CHARACTER, 40, 0, 5))
+    second = ingest_text(store, embedder, collection, TEXT, document=document, chunker=other)
+
+    assert second.unchanged is False
+    assert second.document.metadata["chunking"] == "character:40:0:5"
+    assert first.document.metadata["chunking"] != second.document.metadata["chunking"]
+    assert [c.content for c in second.chunks] == [c.content for c in other.chunk(TEXT)]
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t", "too short"])

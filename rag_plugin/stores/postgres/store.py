@@ -238,6 +238,22 @@ class PostgresStore(Store):
             raise DocumentNotFoundError(document_id)
         return document_record(row.info.name, found)
 
+    def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
+        """Return the document stored under a non-empty ``source``, or None."""
+        validate_collection_name(collection.name)
+        if not source:
+            return None
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            found = conn.execute(
+                self._tables(
+                    "SELECT {document_columns} FROM {documents} d"
+                    " WHERE d.collection_id = %s AND d.source = %s AND d.source <> ''"
+                ),
+                (row.id, source),
+            ).fetchone()
+        return document_record(row.info.name, found) if found is not None else None
+
     def list_documents(
         self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
     ) -> list[DocumentRecord]:

@@ -104,6 +104,13 @@ def test_reingesting_the_same_source_replaces_the_document(
             json={"collection": source, "content": TEXT + " More.", "source": "same.md"},
         ).json()
         assert second["document_id"] == first["document_id"]
+        assert (first["unchanged"], second["unchanged"]) == (False, False)
+        again = api.post(
+            "/api/rag/ingest",
+            json={"collection": source, "content": TEXT + " More.", "source": "same.md"},
+        ).json()
+        assert again["unchanged"] is True
+        assert again["document_ids"] == second["document_ids"]
         listed = {c["name"]: c for c in api.get("/api/rag/collections").json()}
         assert listed[source]["document_count"] == 1
         assert listed[source]["chunk_count"] == second["chunks_created"]

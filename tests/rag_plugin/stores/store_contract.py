@@ -320,6 +320,17 @@ class StoreContract:
         for old in embedder.embed(old_texts):
             assert ids(store.dense(collection, old, 10)) == [f"{first}_0"]
 
+    def test_find_document_by_source(
+        self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
+    ) -> None:
+        stored = self.add(store, collection, embedder, ["found by its source"], source="f.md")
+        self.add(store, collection, embedder, ["no source at all"])
+        assert store.find_document(collection, source="f.md") == store.get_document(
+            collection, stored
+        )
+        assert store.find_document(collection, source="missing.md") is None
+        assert store.find_document(collection, source="") is None
+
     def test_documents_without_a_source_never_replace_each_other(
         self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
     ) -> None:
