@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run serve test lint format bench clean-data
+.PHONY: run test lint format bench-deps clean-data
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ lint: $(VENV)/.dev-installed
 format: $(VENV)/.dev-installed
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Packages only the benchmarks need (stock LlamaIndex BM25 for comparisons, a profiler).
+bench-deps: $(VENV)/.dev-installed
+	$(BIN)/pip install --quiet --no-deps -r requirements/bench.txt
 
 # Stop the embedded PostgreSQL and delete its data (the next run starts fresh).
 clean-data:
