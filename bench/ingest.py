@@ -21,23 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bench.beir import load_beir
-from portal.embedded_db import PROJECT_ROOT, database_url
+from portal import launch
+from portal.embedded_db import PROJECT_ROOT
 from rag_plugin.chunking import TextChunker, api_chunker_config
 from rag_plugin.embedding import BUNDLED_MODEL
 from rag_plugin.embedding.dedup import normalize_for_dedup
@@ -48,94 +41,19 @@ PASSWORD = "bench-pass-2026"  # noqa: S105 - a throwaway database's demo users
 SOURCE = "bench"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def manage(env: dict[str, str], *args: str) -> None:
-    subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=PROJECT_ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-
-
-@contextmanager
-def own_database() -> Iterator[str]:
-    """A fresh database on the embedded (or configured) PostgreSQL, dropped at the end."""
-    base: dict[str, Any] = dict(conninfo_to_dict(database_url()))
-    name = f"bench_ingest_{os.getpid()}"
-    admin = make_conninfo(**{**base, "dbname": "postgres"})
-    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(drop)
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield make_conninfo(**{**base, "dbname": name})
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(drop)
-
-
 @contextmanager
 def portal(url: str) -> Iterator[httpx.Client]:
     """The portal under gunicorn on ``url`` with the real model; a logged-in client for alice."""
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "RAG_EMBEDDER": "fake",  # bootstrap_demo's demo documents only; the server is real
-        "RAG_LOGIN_RATE": "1000/minute",
-        "DJANGO_DEBUG": "false",
-        "DJANGO_SECRET_KEY": f"bench-{uuid.uuid4().hex}",
-        "DJANGO_ALLOWED_HOSTS": "localhost,.localhost,127.0.0.1",
-    }
-    manage(env, "migrate_schemas", "--verbosity", "0")
-    manage(env, "createcachetable")
-    manage(env, "bootstrap_demo", "--password", PASSWORD)
-    allow = sql.SQL(
-        "INSERT INTO {}.tenants_ragsource "
-        "(name, enabled, note, created_at, created_by, updated_at, updated_by) "
-        "VALUES (%s, true, '', now(), 'bench', now(), 'bench') ON CONFLICT (name) DO NOTHING"
-    ).format(sql.Identifier("acme"))
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(allow, (SOURCE,))
+    # bootstrap_demo's demo documents only need the fake embedder; the server is real.
+    env = launch.portal_env(url, RAG_EMBEDDER="fake", RAG_LOGIN_RATE="1000/minute")
+    launch.prepare(env, PASSWORD)
+    launch.set_source(url, "acme", SOURCE, True)
     env["RAG_EMBEDDER"] = "fastembed"
-    port = free_port()
     log_path = PROJECT_ROOT / ".bench-cache" / "ingest-portal.log"
-    log_path.parent.mkdir(exist_ok=True)
-    with open(log_path, "w") as log:
-        gunicorn = [sys.executable, "-m", "gunicorn", "portal.wsgi", "--workers", "1"]
-        gunicorn += ["--threads", "2", "--bind", f"127.0.0.1:{port}", "--timeout", "300"]
-        server = subprocess.Popen(
-            gunicorn, cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            headers = {"Host": f"{HOST}:{port}"}
-            client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=300)
-            deadline = time.monotonic() + 60
-            while True:
-                if server.poll() is not None:
-                    raise RuntimeError(f"the portal exited; see {log_path}")
-                try:
-                    if client.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the portal did not start in 60 s; see {log_path}")
-                time.sleep(0.2)
-            login = client.post("/api/auth/login", json={"username": "alice", "password": PASSWORD})
-            login.raise_for_status()
-            client.headers["Authorization"] = f"Bearer {login.json()['access_token']}"
+    with launch.gunicorn(env, log_path, workers=1, threads=2) as port:
+        token = launch.login(port, HOST, "alice", PASSWORD)
+        with launch.client(port, HOST, token, timeout=300) as client:
             yield client
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
 
 
 def ingest_all(client: httpx.Client, documents: list[dict[str, str]]) -> tuple[float, int]:
@@ -179,7 +97,7 @@ def main() -> None:
     ]
     bare_model_seconds([["warm up the model"]])  # loads it; not timed
     model_before = bare_model_seconds(batches)
-    with own_database() as url, portal(url) as client:
+    with launch.scratch_database("bench_ingest") as url, portal(url) as client:
         # The worker loads the model on its first embedding; that is start-up, not ingest.
         client.post("/api/rag/ingest", json={"collection": SOURCE, "content": "warm up " * 10})
         first, chunks = ingest_all(client, documents)
