@@ -21,7 +21,7 @@ and applies metadata filters inside the query, before ranking.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -60,6 +60,12 @@ from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
 from rag_plugin.vectors import DistanceMetric, validate_embedding
 
 __all__ = ["PostgresStore"]
+
+
+LexicalSearch = Callable[
+    [psycopg.Connection[Any], Tables, CollectionRow, str, int, str | None], list[ScoredChunk]
+]
+"""A word-based leg: (connection, tables, collection row, query, n, filters JSON) → hits."""
 
 
 def _positive(name: str, value: int) -> int:
@@ -325,27 +331,13 @@ class PostgresStore(Store):
         self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
-        validate_collection_name(collection.name)
-        _check_n(n)
-        where = filters_json(filters)
-        with self._db.transaction() as conn:
-            row = self._collection(conn, collection)
-            if n == 0:
-                return []
-            return lexical.bm25_search(conn, self._tables, row, query, n, where)
+        return self._lexical_leg(lexical.bm25_search, collection, query, n, filters)
 
     def fuzzy(
         self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
-        validate_collection_name(collection.name)
-        _check_n(n)
-        where = filters_json(filters)
-        with self._db.transaction() as conn:
-            row = self._collection(conn, collection)
-            if n == 0:
-                return []
-            return fuzzy_search(conn, self._tables, row, query, n, where)
+        return self._lexical_leg(fuzzy_search, collection, query, n, filters)
 
     def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
         """Correct each query word to the closest word of the collection's vocabulary."""
@@ -355,6 +347,24 @@ class PostgresStore(Store):
             return lexical.correct_query(conn, self._tables, row, query)
 
     # -- helpers -----------------------------------------------------------------------
+
+    def _lexical_leg(
+        self,
+        search: LexicalSearch,
+        collection: CollectionInfo,
+        query: str,
+        n: int,
+        filters: Filters | None,
+    ) -> list[ScoredChunk]:
+        """Run one word-based leg (BM25 or fuzzy) in a transaction on the collection's row."""
+        validate_collection_name(collection.name)
+        _check_n(n)
+        where = filters_json(filters)
+        with self._db.transaction() as conn:
+            row = self._collection(conn, collection)
+            if n == 0:
+                return []
+            return search(conn, self._tables, row, query, n, where)
 
     def _collection(self, conn: psycopg.Connection[Any], info: CollectionInfo) -> CollectionRow:
         row = conn.execute(
