@@ -68,6 +68,10 @@ class Tables:
         )
         self._cache: dict[str, sql.Composed] = {}
 
+    def table(self, field: str) -> sql.Composable:
+        """The schema-qualified name of the table a template calls ``{field}``."""
+        return self._names[field]
+
     def __call__(self, template: str, **extra: sql.Composable) -> sql.Composed:
         """Return ``template`` with table names (and ``extra`` composables) filled in."""
         if extra:

@@ -62,23 +62,58 @@ def remove_words(
     conn: psycopg.Connection[Any], tables: Tables, collection_id: int, document_id: str
 ) -> None:
     """Remove a document's word postings (before its chunks) and lower their words' df."""
+    remove_postings(
+        conn,
+        tables,
+        collection_id,
+        document_id,
+        postings="words",
+        vocabulary="word_vocabulary",
+        key="word",
+    )
+
+
+def remove_postings(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    collection_id: int,
+    document_id: str,
+    *,
+    postings: str,
+    vocabulary: str,
+    key: str,
+) -> None:
+    """Delete a document's rows of one postings table and lower the df of their keys.
+
+    A key no chunk holds any more leaves its vocabulary (so correction never suggests a word
+    the collection no longer has). ``postings``/``vocabulary`` name tables of :class:`Tables`
+    and ``key`` their key column (``term`` for BM25, ``word`` for fuzzy).
+    """
     counts = conn.execute(
         tables(
             "WITH gone AS ("
-            "  DELETE FROM {words} w USING {chunks} c"
-            "  WHERE c.document_id = %(doc)s AND w.chunk_id = c.id"
-            "  RETURNING w.word),"
-            " counts AS (SELECT word, count(*)::integer AS n FROM gone GROUP BY word)"
-            " UPDATE {word_vocabulary} v SET df = v.df - counts.n FROM counts"
-            " WHERE v.collection_id = %(coll)s AND v.word = counts.word"
-            " RETURNING v.word, v.df"
+            "  DELETE FROM {postings_table} p USING {chunks} c"
+            "  WHERE c.document_id = %(doc)s AND p.chunk_id = c.id"
+            "    AND p.collection_id = %(coll)s"
+            "  RETURNING p.{key} AS key),"
+            " counts AS (SELECT key, count(*)::integer AS n FROM gone GROUP BY key)"
+            " UPDATE {vocabulary_table} v SET df = v.df - counts.n FROM counts"
+            " WHERE v.collection_id = %(coll)s AND v.{key} = counts.key"
+            " RETURNING v.{key}, v.df",
+            postings_table=tables.table(postings),
+            vocabulary_table=tables.table(vocabulary),
+            key=sql.Identifier(key),
         ),
         {"doc": document_id, "coll": collection_id},
     ).fetchall()
-    vanished = [word for word, df in counts if df <= 0]
+    vanished = [value for value, df in counts if df <= 0]
     if vanished:
         conn.execute(
-            tables("DELETE FROM {word_vocabulary} WHERE collection_id = %s AND word = ANY(%s)"),
+            tables(
+                "DELETE FROM {vocabulary_table} WHERE collection_id = %s AND {key} = ANY(%s)",
+                vocabulary_table=tables.table(vocabulary),
+                key=sql.Identifier(key),
+            ),
             (collection_id, vanished),
         )
 

@@ -29,7 +29,12 @@ from rag_plugin.stores.postgres.rows import (
     json_copy,
     vector_literal,
 )
-from rag_plugin.stores.postgres.words import chunk_words, insert_words, remove_words
+from rag_plugin.stores.postgres.words import (
+    chunk_words,
+    insert_words,
+    remove_postings,
+    remove_words,
+)
 from rag_plugin.vectors import validate_embedding
 
 __all__ = [
@@ -116,28 +121,15 @@ def _remove_chunks(
 ) -> tuple[int, int]:
     """Remove a document's chunks and postings, decrementing df; return (chunks, Σdl)."""
     remove_words(conn, tables, collection_id, document_id)
-    counts = conn.execute(
-        tables(
-            "WITH gone AS ("
-            "  DELETE FROM {postings} p USING {chunks} c"
-            "  WHERE c.document_id = %(doc)s AND p.chunk_id = c.id"
-            "    AND p.collection_id = %(coll)s"
-            "  RETURNING p.term),"
-            " counts AS (SELECT term, count(*)::integer AS n FROM gone GROUP BY term)"
-            " UPDATE {vocabulary} v SET df = v.df - counts.n FROM counts"
-            " WHERE v.collection_id = %(coll)s AND v.term = counts.term"
-            " RETURNING v.term, v.df"
-        ),
-        {"doc": document_id, "coll": collection_id},
-    ).fetchall()
-    # A term no chunk contains any more leaves the vocabulary (so correction never suggests
-    # a word the collection no longer has).
-    vanished = [term for term, df in counts if df <= 0]
-    if vanished:
-        conn.execute(
-            tables("DELETE FROM {vocabulary} WHERE collection_id = %s AND term = ANY(%s)"),
-            (collection_id, vanished),
-        )
+    remove_postings(
+        conn,
+        tables,
+        collection_id,
+        document_id,
+        postings="postings",
+        vocabulary="vocabulary",
+        key="term",
+    )
     removed = conn.execute(
         tables(
             "WITH gone AS (DELETE FROM {chunks} WHERE document_id = %s RETURNING token_count)"
