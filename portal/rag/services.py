@@ -28,7 +28,6 @@ logger = logging.getLogger("portal.rag")
 class DocumentIngested:
     collection: str
     result: IngestResult
-    created_collection: bool
 
 
 def document_ingest(
@@ -92,7 +91,7 @@ def document_ingest(
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
-    return DocumentIngested(collection, result, created_collection=not existed)
+    return DocumentIngested(collection, result)
 
 
 def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool = False) -> int:
