@@ -35,7 +35,7 @@ from rapidfuzz.distance import Levenshtein
 from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, word_similarity
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
-from rag_plugin.stores.postgres.lexical import near_terms
+from rag_plugin.stores.postgres.correction import near_terms
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 
 __all__ = ["fuzzy_search"]

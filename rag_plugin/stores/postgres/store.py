@@ -11,7 +11,7 @@ with the corpus.
 - BM25: computed in SQL over the whole collection from postings, df and N/avgdl, then scored
   exactly as :class:`~rag_plugin.lexical.bm25.Bm25Index` does (``lexical.py``).
 - Fuzzy: exact, from the chunks' word postings and word vocabulary (``fuzzy.py``,
-  ``words.py``); correction from the analyzer vocabulary (``lexical.py``).
+  ``words.py``); correction from the analyzer vocabulary (``correction.py``).
 - Writes: one transaction per document, serialised per collection (``writes.py``).
 
 Collection names are validated before any SQL; identifiers go through ``psycopg.sql``; values
@@ -45,7 +45,7 @@ from rag_plugin.stores.base import (
     Store,
     validate_collection_name,
 )
-from rag_plugin.stores.postgres import lexical, writes
+from rag_plugin.stores.postgres import correction, lexical, writes
 from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
@@ -344,7 +344,7 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         with self._db.transaction() as conn:
             row = self._collection(conn, collection)
-            return lexical.correct_query(conn, self._tables, row, query)
+            return correction.correct_query(conn, self._tables, row, query)
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -1,0 +1,104 @@
+"""Query correction, computed from the database's vocabularies.
+
+Correction (exact): the vocabulary table holds each term with its df; SQL returns every term
+that can be within ``max_distance`` edits of a query word (length window plus the partition
+lemma, see ``_pieces``) and :func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks among
+them with the in-memory index's tie-breaking. The fuzzy leg finds its close words the same way
+(:func:`near_terms` over the word vocabulary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import psycopg
+
+from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, correct_word_against
+from rag_plugin.stores.base import Correction, QueryCorrection
+from rag_plugin.stores.postgres.rows import CollectionRow, Tables
+
+__all__ = ["correct_query", "near_terms"]
+
+
+def _pieces(word: str, max_distance: int) -> list[str]:
+    """``word`` cut into ``max_distance + 1`` parts; one survives any ``max_distance`` edits.
+
+    Each edit changes at most one part, so every string within the distance contains one of
+    them unchanged (the partition lemma): an exact filter for candidate terms. Words too short
+    to cut yield an empty part, which every term contains.
+    """
+    parts = max_distance + 1
+    if len(word) < parts:
+        return [""]
+    size, extra = divmod(len(word), parts)
+    pieces, start = [], 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        pieces.append(word[start:end])
+        start = end
+    return pieces
+
+
+_NEAR = {
+    "terms": "SELECT term, df FROM {vocabulary} WHERE collection_id = %s"
+    " AND char_length(term) BETWEEN %s AND %s AND term LIKE ANY(%s)",
+    "words": "SELECT word, df FROM {word_vocabulary} WHERE collection_id = %s"
+    " AND char_length(word) BETWEEN %s AND %s AND word LIKE ANY(%s)",
+}
+
+
+def near_terms(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    words: Collection[str],
+    max_distance: int,
+    vocabulary: str = "terms",
+) -> dict[str, int]:
+    """Every vocabulary entry that may be within ``max_distance`` edits of a word, with its df.
+
+    ``vocabulary`` is ``"terms"`` (analyzer terms, for correction) or ``"words"`` (the fuzzy
+    leg's whitespace words). A superset: the length window and the partition filter only drop
+    entries that cannot be that close, so the caller's exact distance check decides.
+    """
+    lengths = [len(word) for word in words]
+    if not lengths:
+        return {}
+    patterns = sorted(
+        {
+            "%" + piece.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            for word in words
+            for piece in _pieces(word, max_distance)
+        }
+    )
+    # One pass over the length window; a term passes if it holds a piece of any word, which
+    # is a superset of each word's own candidates (the caller checks distances exactly).
+    found = conn.execute(
+        tables(_NEAR[vocabulary]),
+        (row.id, max(1, min(lengths) - max_distance), max(lengths) + max_distance, patterns),
+    ).fetchall()
+    return {term: int(df) for term, df in found}
+
+
+def correct_query(
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, query: str
+) -> QueryCorrection:
+    """Correct each query token to the closest vocabulary term (SPEC L3)."""
+    tokens = get_analyzer(row.info.analyzer).tokens(query)
+    if not tokens:
+        return QueryCorrection(query=query)
+    vocabulary = near_terms(conn, tables, row, tokens, DEFAULT_MAX_DISTANCE)
+    corrected: list[str] = []
+    corrections: list[Correction] = []
+    for token in tokens:
+        match = correct_word_against(token, vocabulary, DEFAULT_MAX_DISTANCE, vocabulary)
+        if match is None:
+            corrected.append(token)
+            continue
+        word, distance = match
+        corrected.append(word)
+        if distance > 0:
+            corrections.append(Correction(token, word, distance))
+    return QueryCorrection(" ".join(corrected), tuple(corrections))
