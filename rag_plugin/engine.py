@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
-from rag_plugin.fusion import HybridWeights, RrfFusion, SearchResult, rank_results
+from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights, RrfFusion, SearchResult, rank_results
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import (
     ChunkRecord,
@@ -143,7 +143,7 @@ class CollectionSearcher:
         correct_typos: bool = False,
         filters: Filters | None = None,
         weights: HybridWeights | None = None,
-        rrf_k: float = 60.0,
+        rrf_k: float = DEFAULT_RRF_K,
     ) -> SearchOutcome:
         """Return the ``top_k`` best chunks of ``collection`` for ``query`` by ``strategy``."""
         chosen = SearchStrategy.parse(strategy) if isinstance(strategy, str) else strategy

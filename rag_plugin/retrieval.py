@@ -41,7 +41,14 @@ from typing import Any
 
 from rag_plugin.engine import CollectionSearcher, SearchHit
 from rag_plugin.exceptions import InvalidInputError
-from rag_plugin.fusion import HybridWeights, RrfFusion, SearchResult, max_score, rank_results
+from rag_plugin.fusion import (
+    DEFAULT_RRF_K,
+    HybridWeights,
+    RrfFusion,
+    SearchResult,
+    max_score,
+    rank_results,
+)
 from rag_plugin.lexical.expansion import QueryExpander, normalize_synonyms
 from rag_plugin.rerank import Reranker, RerankInfo, RerankMode, make_reranker, parse_rerank_mode
 from rag_plugin.search import SearchStrategy
@@ -66,7 +73,6 @@ MAX_RETRIEVAL_K = 100
 
 _PROFILE_STRATEGIES = (SearchStrategy.SEMANTIC, SearchStrategy.HYBRID)
 _NO_FLOOR = -sys.float_info.max  # the engine wants a finite threshold; this drops nothing
-_RRF_K = 60.0
 
 
 def candidate_count(final_k: int) -> int:
@@ -415,7 +421,7 @@ class MultiCollectionRetriever:
             threshold=_NO_FLOOR,
             filters=profile.filters,
             weights=profile.weights,
-            rrf_k=_RRF_K,
+            rrf_k=DEFAULT_RRF_K,
         ).hits
 
     def _expanded_hybrid(
@@ -439,8 +445,8 @@ class MultiCollectionRetriever:
             if weight > 0:
                 legs.append((self._hits(collection, text, strategy, n, profile), weight))
         chunks = {hit.chunk.id: hit.chunk for hits, _ in legs for hit in hits}
-        fused = RrfFusion(k=_RRF_K).fuse([([hit.id for hit in hits], w) for hits, w in legs])
-        ceiling = max_score(weights, rrf_k=_RRF_K)
+        fused = RrfFusion(k=DEFAULT_RRF_K).fuse([([hit.id for hit in hits], w) for hits, w in legs])
+        ceiling = max_score(weights, rrf_k=DEFAULT_RRF_K)
         normalized = [SearchResult(chunk_id, score / ceiling) for chunk_id, score in fused]
         return [
             (chunks[result.id], result.score)

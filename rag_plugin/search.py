@@ -2,7 +2,8 @@
 
 :class:`SearchEngine` keeps a BM25 and a fuzzy index side by side, the way the seed server's
 engine did: hybrid search fuses a semantic ranking the caller passes in with the two lexical
-legs, each asked for ``2·top_k`` candidates, by weighted RRF.
+legs, each asked for ``2·top_k`` candidates, by weighted RRF with the seed's weights and
+``k`` (``SEED_WEIGHTS``, ``SEED_RRF_K``) unless told otherwise.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple, Self
 
 from rag_plugin.exceptions import InvalidInputError, StoreError
-from rag_plugin.fusion import HybridWeights, RrfFusion
+from rag_plugin.fusion import SEED_RRF_K, SEED_WEIGHTS, HybridWeights, RrfFusion
 from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
 from rag_plugin.lexical.bm25 import DEFAULT_B, DEFAULT_K1, Bm25Index, validate_top_k
 from rag_plugin.lexical.correction import Correction
@@ -99,7 +100,7 @@ class SearchEngine:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         max_distance: int = DEFAULT_MAX_DISTANCE,
-        rrf_k: float = 60.0,
+        rrf_k: float = SEED_RRF_K,
     ) -> None:
         chosen = resolve_analyzer(analyzer)
         self.bm25 = Bm25Index(k1=k1, b=b, analyzer=chosen)
@@ -151,7 +152,7 @@ class SearchEngine:
     ) -> list[tuple[str, float]]:
         """Fuse ``semantic`` (best first) with the BM25 and fuzzy rankings; raw RRF scores."""
         validate_top_k(top_k)
-        weights = weights if weights is not None else HybridWeights()
+        weights = weights if weights is not None else SEED_WEIGHTS
         if top_k == 0:
             return []
         fused = self.fusion.fuse(

@@ -22,7 +22,7 @@ from llama_index.core.vector_stores.types import (
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher, EmbedderResolver, SearchHit
 from rag_plugin.exceptions import InvalidInputError
-from rag_plugin.fusion import HybridWeights
+from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Filters, Store
 
@@ -49,7 +49,7 @@ class RagRetriever(BaseRetriever):
         correct_typos: bool = False,
         filters: MetadataFilters | Filters | None = None,
         weights: HybridWeights | None = None,
-        rrf_k: float = 60.0,
+        rrf_k: float = DEFAULT_RRF_K,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

@@ -13,7 +13,7 @@ import pytest
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher, SearchHit
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
-from rag_plugin.fusion import HybridWeights
+from rag_plugin.fusion import SEED_RRF_K, SEED_WEIGHTS, HybridWeights
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, Correction, DocumentInput
 from rag_plugin.stores.memory import MemoryStore
@@ -118,19 +118,38 @@ def test_bm25_orders_by_term_matches(searcher: CollectionSearcher, collection, d
     assert outcome.corrected_query is None
 
 
-@pytest.mark.parametrize("top_k", [1, 2, 4])
-def test_hybrid_fuses_the_three_legs_by_weighted_rrf(
-    searcher: CollectionSearcher, collection, doc, top_k: int
-) -> None:
-    outcome = searcher.search(collection, "quick fox", strategy="rrf", top_k=top_k)
-    assert outcome.strategy is SearchStrategy.HYBRID
-    ceiling = 1.0 / 61  # (0.6 + 0.3 + 0.1) / (60 + 1)
-    expected = [
+# Ranks: dense [0, 2, 1, 3], bm25 [0, 2, 3], fuzzy [0, 3, 2].
+PRODUCT_FUSION = (
+    {},  # the defaults: 0.5 / 0.5 / 0.1, k 10
+    1.1 / 11,
+    [
+        (0, 0.5 / 11 + 0.5 / 11 + 0.1 / 11),
+        (2, 0.5 / 12 + 0.5 / 12 + 0.1 / 13),
+        (3, 0.5 / 14 + 0.5 / 13 + 0.1 / 12),
+        (1, 0.5 / 13),
+    ],
+)
+SEED_FUSION = (
+    {"weights": SEED_WEIGHTS, "rrf_k": SEED_RRF_K},  # 0.6 / 0.3 / 0.1, k 60
+    1.0 / 61,
+    [
         (0, 0.6 / 61 + 0.3 / 61 + 0.1 / 61),
         (2, 0.6 / 62 + 0.3 / 62 + 0.1 / 63),
         (3, 0.6 / 64 + 0.3 / 63 + 0.1 / 62),
         (1, 0.6 / 63),
-    ][:top_k]
+    ],
+)
+
+
+@pytest.mark.parametrize("top_k", [1, 2, 4])
+@pytest.mark.parametrize("fusion", [PRODUCT_FUSION, SEED_FUSION], ids=["defaults", "seed"])
+def test_hybrid_fuses_the_three_legs_by_weighted_rrf(
+    searcher: CollectionSearcher, collection, doc, top_k: int, fusion
+) -> None:
+    settings, ceiling, ranked = fusion
+    outcome = searcher.search(collection, "quick fox", strategy="rrf", top_k=top_k, **settings)
+    assert outcome.strategy is SearchStrategy.HYBRID
+    expected = ranked[:top_k]
     assert pairs(outcome.hits) == approx_pairs(doc, expected)
     assert [hit.normalized_score for hit in outcome.hits] == [
         pytest.approx(score / ceiling, abs=1e-12) for _, score in expected
@@ -142,14 +161,14 @@ def test_hybrid_takes_two_top_k_from_each_leg(
 ) -> None:
     # With top_k=1 each leg gives 2 candidates: dense [0, 2], bm25 [0, 2], fuzzy [0, 3].
     outcome = searcher.search(collection, "quick fox", strategy="hybrid", top_k=1)
-    assert pairs(outcome.hits) == approx_pairs(doc, [(0, 1.0 / 61)])
+    assert pairs(outcome.hits) == approx_pairs(doc, [(0, 1.1 / 11)])
 
 
 def test_hybrid_threshold_applies_to_the_normalized_score(
     searcher: CollectionSearcher, collection, doc
 ) -> None:
-    # Chunk 2 normalises to 61·(0.9/62 + 0.1/63) = 0.9823; chunk 3 to 0.9607.
-    outcome = searcher.search(collection, "quick fox", strategy="hybrid", threshold=0.97)
+    # Chunk 2 normalises to (11 / 1.1)·(1.0/12 + 0.1/13) = 0.9103; chunk 3 to 0.8250.
+    outcome = searcher.search(collection, "quick fox", strategy="hybrid", threshold=0.9)
     assert [hit.id for hit in outcome.hits] == [f"{doc}_0", f"{doc}_2"]
 
 

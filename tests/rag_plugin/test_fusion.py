@@ -8,6 +8,9 @@ import pytest
 
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.fusion import (
+    DEFAULT_RRF_K,
+    SEED_RRF_K,
+    SEED_WEIGHTS,
     HybridWeights,
     RrfFusion,
     SearchResult,
@@ -22,13 +25,16 @@ def rounded(fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
 
 
 def test_rrf_worked_example_from_the_docs() -> None:
-    fused = RrfFusion().fuse([(["a", "b"], 1.0), (["b", "c"], 1.0)])
+    # SPEC S2's example: unit weights, k = 60.
+    fused = RrfFusion(k=SEED_RRF_K).fuse([(["a", "b"], 1.0), (["b", "c"], 1.0)])
     assert rounded(fused) == [("b", 0.032522), ("a", 0.016393), ("c", 0.016129)]
     assert fused[0][1] == 1 / 61 + 1 / 62
 
 
 def test_rrf_fusion_ties_break_by_best_rank_then_id() -> None:
-    fused = RrfFusion().fuse([(["doc2", "doc1", "doc4"], 1.0), (["doc1", "doc2", "doc3"], 1.0)])
+    fused = RrfFusion(k=SEED_RRF_K).fuse(
+        [(["doc2", "doc1", "doc4"], 1.0), (["doc1", "doc2", "doc3"], 1.0)]
+    )
     assert rounded(fused) == [
         ("doc1", 0.032522),
         ("doc2", 0.032522),
@@ -50,7 +56,7 @@ def test_rrf_weights_and_k() -> None:
 
 
 def test_rrf_ignores_zero_weight_lists_and_repeated_ids() -> None:
-    fused = RrfFusion().fuse([(["a", "a", "b"], 1.0), (["z"], 0.0), ([], 1.0)])
+    fused = RrfFusion(k=SEED_RRF_K).fuse([(["a", "a", "b"], 1.0), (["z"], 0.0), ([], 1.0)])
     assert fused == [("a", 1 / 61), ("b", 1 / 63)]
     assert RrfFusion().fuse([]) == []
 
@@ -67,16 +73,20 @@ def test_rrf_rejects_negative_weights() -> None:
 
 
 def test_max_score_and_normalised_fusion() -> None:
-    assert max_score(HybridWeights()) == pytest.approx(1.0 / 61)
+    assert max_score(HybridWeights()) == pytest.approx(1.1 / 11)
+    assert max_score(SEED_WEIGHTS, rrf_k=SEED_RRF_K) == pytest.approx(1.0 / 61)
     assert max_score([1.0, 1.0], rrf_k=9) == 0.2
-    fusion = RrfFusion()
+    fusion = RrfFusion(k=60)
     assert fusion.max_score(HybridWeights(1, 1, 0)) == 2 / 61
     normalized = fusion.fuse_normalized([(["a", "b"], 1.0), (["a"], 1.0)])
     assert normalized == [("a", 1.0), ("b", pytest.approx((1 / 62) / (2 / 61)))]
 
 
-def test_hybrid_weights_default_to_the_seeds() -> None:
-    assert HybridWeights().as_tuple() == (0.6, 0.3, 0.1)
+def test_fusion_defaults_are_the_benchmarked_ones_and_the_seeds_stay_available() -> None:
+    assert HybridWeights().as_tuple() == (0.5, 0.5, 0.1)
+    assert (RrfFusion().k, DEFAULT_RRF_K) == (10.0, 10.0)
+    assert SEED_WEIGHTS.as_tuple() == (0.6, 0.3, 0.1)
+    assert SEED_RRF_K == 60.0
     assert HybridWeights(0.5, 0.4, 0.1).total == pytest.approx(1.0)
 
 
