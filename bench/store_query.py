@@ -181,7 +181,8 @@ def vocabulary() -> list[str]:
 
 WORDS = vocabulary()
 # The same corpus with real stopwords at the head, for a stemming analyzer to drop.
-ENGLISH_WORDS = STOPWORDS[:HEAD] + [w for w in WORDS if w not in STOPWORDS][HEAD:VOCABULARY_SIZE]
+_TAIL = [w for w in WORDS if w not in STOPWORDS]  # a few random words are real stopwords
+ENGLISH_WORDS = STOPWORDS[:HEAD] + _TAIL[len(_TAIL) - (VOCABULARY_SIZE - HEAD) :]
 ZIPF = 1.0 / np.arange(1, VOCABULARY_SIZE + 1)
 ZIPF /= ZIPF.sum()
 
