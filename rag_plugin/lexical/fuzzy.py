@@ -18,6 +18,7 @@ vocabulary forgets terms of removed documents.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Container, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -30,7 +31,7 @@ from rapidfuzz.distance import Levenshtein
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
 from rag_plugin.lexical.bm25 import validate_top_k
-from rag_plugin.lexical.correction import Correction, QueryCorrection
+from rag_plugin.lexical.correction import QueryCorrection, correct_with
 from rag_plugin.lexical.persistence import JsonFileIndex
 from rag_plugin.lexical.slots import DocumentSlots, FloatArray, IntArray, top_by_score
 
@@ -154,7 +155,10 @@ def _near(buckets: Mapping[int, list[str]], word: str, max_distance: int) -> lis
 
 
 class FuzzyIndex(JsonFileIndex):
-    """An in-memory fuzzy index: documents' words for scoring, analyzer terms for correction."""
+    """An in-memory fuzzy index: documents' words for scoring, analyzer terms for correction.
+
+    Corrections read as documents' words: see :mod:`rag_plugin.lexical.correction`.
+    """
 
     what = "fuzzy index"  # in messages; files use the seed's layout
 
@@ -176,6 +180,7 @@ class FuzzyIndex(JsonFileIndex):
         self._term_df: Counter[str] = Counter()
         self._words: dict[int, list[str]] | None = None
         self._terms: dict[int, list[str]] | None = None
+        self._sorted_words: list[str] | None = None
 
     def add_document(self, doc_id: str, content: str) -> None:
         """Index ``content`` under ``doc_id``, replacing what that id held before."""
@@ -187,7 +192,7 @@ class FuzzyIndex(JsonFileIndex):
             self._word_docs.setdefault(word, set()).add(slot)
             self._word_arrays.pop(word, None)
         self._term_df.update(set(self.analyzer.tokens(lowered)))
-        self._words = self._terms = None
+        self._words = self._terms = self._sorted_words = None
 
     def remove_document(self, doc_id: str) -> bool:
         """Remove ``doc_id`` and the vocabulary terms no other document holds."""
@@ -205,7 +210,7 @@ class FuzzyIndex(JsonFileIndex):
             self._term_df[term] -= 1
             if self._term_df[term] <= 0:
                 del self._term_df[term]
-        self._words = self._terms = None
+        self._words = self._terms = self._sorted_words = None
         return True
 
     # -- reading ---------------------------------------------------------------------
@@ -244,26 +249,29 @@ class FuzzyIndex(JsonFileIndex):
         return _pick(self._terms_near(lowered), self._term_df)
 
     def correct_query(self, query: str) -> QueryCorrection:
-        """Replace each analyzer term of ``query`` by its closest vocabulary term.
+        """Correct each word of ``query`` to the closest vocabulary term, as a readable word.
 
-        The corrected query is the terms joined by single spaces; terms with no close
-        vocabulary term stay as they are. A query without terms comes back unchanged.
+        With the seed analyzer each token becomes its closest term; with a stemming analyzer a
+        misspelled word becomes the documents' most frequent word with the closest stem (see
+        :mod:`rag_plugin.lexical.correction`). A query without terms comes back unchanged.
         """
-        tokens = self.analyzer.tokens(query)
-        if not tokens:
-            return QueryCorrection(query=query)
-        corrected: list[str] = []
-        corrections: list[Correction] = []
-        for token in tokens:
-            match = self.correct_word(token)
-            if match is None:
-                corrected.append(token)
-                continue
-            replacement, distance = match
-            corrected.append(replacement)
-            if distance > 0:
-                corrections.append(Correction(token, replacement, distance))
-        return QueryCorrection(" ".join(corrected), tuple(corrections))
+        return correct_with(self.analyzer, query, self._closest, self._words_starting_with)
+
+    def _closest(self, terms: Sequence[str]) -> dict[str, tuple[str, int] | None]:
+        return {term: self.correct_word(term) for term in terms}
+
+    def _words_starting_with(self, prefixes: Sequence[str]) -> list[tuple[str, int]]:
+        """The documents' words that begin with one of ``prefixes``, with their df."""
+        if self._sorted_words is None:
+            self._sorted_words = sorted(self._word_docs)
+        words = self._sorted_words
+        found: list[tuple[str, int]] = []
+        for prefix in prefixes:
+            position = bisect_left(words, prefix)
+            while position < len(words) and words[position].startswith(prefix):
+                found.append((words[position], len(self._word_docs[words[position]])))
+                position += 1
+        return found
 
     def search(
         self, query: str, top_k: int, allowed_ids: Container[str] | None = None

@@ -1,25 +1,32 @@
-"""Query correction, computed from the database's vocabularies.
+"""Query correction, computed from the database's vocabularies: the same answers as FuzzyIndex.
 
-Correction (exact): the vocabulary table holds each term with its df; SQL returns every term
+Close terms (exact): the vocabulary table holds each term with its df; SQL returns every term
 that can be within ``max_distance`` edits of a query word (length window plus the partition
 lemma, see ``_pieces``) and :func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks among
 them with the in-memory index's tie-breaking. The fuzzy leg finds its close words the same way
 (:func:`near_terms` over the word vocabulary).
+
+Surface words (stemming analyzers, exact): a corrected stem is shown as the collection's most
+frequent word with that stem (:mod:`rag_plugin.lexical.correction`). The candidates are the
+word vocabulary's entries under a few prefixes of the stem, read as primary-key range scans,
+so no table is added and writes cost nothing more; the word vocabulary already follows
+deletes and re-ingests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import psycopg
 
 from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.lexical.correction import correct_with, prefix_end
 from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, correct_word_against
-from rag_plugin.stores.base import Correction, QueryCorrection
+from rag_plugin.stores.base import QueryCorrection
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
-__all__ = ["correct_query", "near_terms"]
+__all__ = ["correct_query", "near_terms", "words_with_prefixes"]
 
 
 def _pieces(word: str, max_distance: int) -> list[str]:
@@ -85,20 +92,44 @@ def near_terms(
 def correct_query(
     conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, query: str
 ) -> QueryCorrection:
-    """Correct each query token to the closest vocabulary term (SPEC L3)."""
-    tokens = get_analyzer(row.info.analyzer).tokens(query)
-    if not tokens:
-        return QueryCorrection(query=query)
-    vocabulary = near_terms(conn, tables, row, tokens, DEFAULT_MAX_DISTANCE)
-    corrected: list[str] = []
-    corrections: list[Correction] = []
-    for token in tokens:
-        match = correct_word_against(token, vocabulary, DEFAULT_MAX_DISTANCE, vocabulary)
-        if match is None:
-            corrected.append(token)
-            continue
-        word, distance = match
-        corrected.append(word)
-        if distance > 0:
-            corrections.append(Correction(token, word, distance))
-    return QueryCorrection(" ".join(corrected), tuple(corrections))
+    """Correct each query word to the closest vocabulary term, as a readable word (SPEC L3)."""
+
+    def closest(terms: Sequence[str]) -> dict[str, tuple[str, int] | None]:
+        vocabulary = near_terms(conn, tables, row, terms, DEFAULT_MAX_DISTANCE)
+        return {
+            term: correct_word_against(term, vocabulary, DEFAULT_MAX_DISTANCE, vocabulary)
+            for term in terms
+        }
+
+    def words_starting_with(prefixes: Sequence[str]) -> list[tuple[str, int]]:
+        return words_with_prefixes(conn, tables, row, prefixes)
+
+    return correct_with(get_analyzer(row.info.analyzer), query, closest, words_starting_with)
+
+
+def words_with_prefixes(
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, prefixes: Sequence[str]
+) -> list[tuple[str, int]]:
+    """The word vocabulary's words beginning with one of ``prefixes``, with their df.
+
+    Each prefix is one range of the primary key ``(collection_id, word)``: under the "C"
+    collation the words beginning with ``p`` are exactly those in ``[p, prefix_end(p))``.
+    Prefixes must not begin one another, or a word would come back twice.
+    """
+    if not prefixes:
+        return []
+    ends = [prefix_end(prefix) for prefix in prefixes]
+    if any(end is None for end in ends):  # the empty prefix: every word
+        found = conn.execute(
+            tables("SELECT word, df FROM {word_vocabulary} WHERE collection_id = %s"), (row.id,)
+        ).fetchall()
+    else:
+        found = conn.execute(
+            tables(
+                "SELECT v.word, v.df FROM unnest(%s::text[], %s::text[]) AS r(low, high)"
+                " CROSS JOIN LATERAL (SELECT word, df FROM {word_vocabulary}"
+                "  WHERE collection_id = %s AND word >= r.low AND word < r.high) AS v"
+            ),
+            (list(prefixes), ends, row.id),
+        ).fetchall()
+    return [(word, int(df)) for word, df in found]

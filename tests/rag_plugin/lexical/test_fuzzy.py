@@ -209,14 +209,17 @@ def test_correct_word_against_rejects_a_negative_distance() -> None:
         correct_word_against("word", ["word"], -1)
 
 
-def test_english_analyzer_corrects_against_stems() -> None:
+def test_english_analyzer_corrects_against_stems_and_answers_in_words() -> None:
     index = build({"d1": "Connecting the databases"}, analyzer="english")
     assert index.vocabulary == frozenset({"connect", "databas"})
-    assert index.correct_query("the conect databse") == QueryCorrection(
-        # "databse" stems to "databs", one edit from the stem "databas".
-        "connect databas",
-        (Correction("conect", "connect", 1), Correction("databs", "databas", 1)),
+    # "databse" stems to "databs", one edit from the stem "databas" of "databases"; the
+    # stopword stays, and each distance is the one between the two words shown.
+    expected = QueryCorrection(
+        "the connecting databases",
+        (Correction("conect", "connecting", 4), Correction("databse", "databases", 2)),
     )
+    assert index.correct_query("the conect databse") == expected
+    assert index.correct_query("The connects, DATABASE") == QueryCorrection("the connects database")
 
 
 def test_vocabulary_forgets_removed_documents_and_is_cleared() -> None:
@@ -244,6 +247,9 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert (loaded.max_distance, loaded.analyzer.name) == (1, "english")
     assert loaded.vocabulary == index.vocabulary
     assert loaded.search("machine learning", 10) == index.search("machine learning", 10)
+    corrected = loaded.correct_query("lerning algoritms")
+    assert corrected == index.correct_query("lerning algoritms")
+    assert corrected.query == "learning algorithms"
 
 
 def test_saved_file_has_the_seed_layout(tmp_path: Path) -> None:

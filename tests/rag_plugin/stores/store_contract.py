@@ -44,6 +44,8 @@ from rag_plugin.stores.base import (
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric, cosine_similarity
 
+from .correction_contract import CorrectionContract
+
 DENSE_TOLERANCE = 1e-6
 LEXICAL_TOLERANCE = 1e-9
 ALICE = "user:alice"
@@ -103,7 +105,7 @@ def ids(hits: Sequence[ScoredChunk]) -> list[str]:
     return [hit.chunk.id for hit in hits]
 
 
-class StoreContract:
+class StoreContract(CorrectionContract):
     """Behaviour shared by every :class:`Store`; subclasses provide the ``store`` fixture."""
 
     @pytest.fixture
