@@ -20,10 +20,18 @@ Pruning (MaxScore over close words), so common words' long posting lists are rar
    the left-out words are lower bounds (raising θ) and, with each query word's best left-out
    similarity, upper bounds; only chunks whose upper bound reaches θ are probed for the
    left-out words, so every chunk that can be in the top ``n`` gets its exact score.
+
+Perfect scores first: a chunk holding every query word exactly scores 1.0, the highest score
+there is, and ties go by chunk id. So when at least ``n`` chunks hold every word, the top ``n``
+are the first ``n`` of them in id order: found by probing the words of the rarest word's chunks
+when it is rare, or of the chunks in id order when every word is common (a few dozen probes,
+where the general path would read long posting lists and sort tens of thousands of tied
+chunks). If fewer turn up within the walk's budget, the general path answers.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -48,6 +56,21 @@ _FILTER = (
 
 _PROBE_COST = 8
 """About how many posting rows read in order cost as much as probing one chunk's words."""
+
+_PERFECT_WALK = 1000
+"""The most chunks, in id order, the perfect-score walk probes before the general path answers."""
+
+_PERFECT_PROBES = 8000
+"""The most chunks of the rarest query word the perfect-score path probes."""
+
+_HOLDS_ALL = (
+    "(SELECT count(*) FROM {words} w WHERE w.collection_id = %(coll)s"
+    " AND w.chunk_id = {chunk} AND w.word = ANY(%(words)s)) = %(distinct)s"
+)
+"""True for a chunk holding every distinct query word exactly."""
+
+_TIES_SENT = 2000
+"""Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by id."""
 
 
 def _seed_size(n: int) -> int:
@@ -180,6 +203,9 @@ def fuzzy_search(
     close, df = _close_words(conn, tables, row, words)
     if not close:
         return []
+    perfect = _perfect(conn, tables, row, words, df, n, filters)
+    if perfect is not None:
+        return perfect
     state = _Scores(words, close)
     cheapest = sorted(close, key=lambda word: (df[word], word))
     seed: list[str] = []
@@ -222,10 +248,7 @@ def fuzzy_search(
     ids, best = state.matrix()
     scores = state.combine(best)
     keep = scores > 0.0
-    ids, scores = ids[keep], scores[keep]
-    # Chunks tied with the n-th score all go to SQL, which breaks ties by chunk id.
-    keep = scores >= _nth(scores, n)
-    ids, scores = ids[keep], scores[keep]
+    ids, scores = _break_ties(conn, tables, row, ids[keep], scores[keep], n)
     rows = conn.execute(
         tables(
             "SELECT {chunk_columns}, u.score FROM unnest(%s::bigint[], %s::float8[])"
@@ -236,3 +259,121 @@ def fuzzy_search(
     ).fetchall()
     # float8 round-trips exactly, so SQL's order and the returned scores are Python's.
     return [ScoredChunk(chunk_record(r), float(r[-1])) for r in rows]
+
+
+def _break_ties(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    ids: IntArray,
+    scores: FloatArray,
+    n: int,
+) -> tuple[IntArray, FloatArray]:
+    """The chunks that make the top ``n``, plus at most a few more tied with the last of them.
+
+    Every chunk above the ``n``-th score is in; of those tied with it, the lowest chunk ids
+    are. A few thousand tied chunks go to SQL, which orders them by id; more (a common word
+    ties most of the collection) are never sent: the chunks are walked in id order until
+    enough tied ones have turned up, the walk sized by how dense the tied ones are.
+    """
+    nth = _nth(scores, n)
+    above = scores > nth
+    tied = ids[scores == nth]  # sorted: ids come from np.unique
+    needed = n - int(above.sum())
+    if len(tied) <= max(_TIES_SENT, needed):
+        keep = scores >= nth
+        return ids[keep], scores[keep]
+    found = _walk_ties(conn, tables, row, tied, needed)
+    chosen = np.concatenate([ids[above], found])
+    return chosen, np.concatenate([scores[above], np.full(len(found), nth)])
+
+
+def _walk_ties(
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, tied: IntArray, needed: int
+) -> IntArray:
+    """The ``needed`` lowest-id chunks of ``tied``, found by walking the chunks in id order."""
+    walk = max(4 * needed, math.ceil(2 * needed * row.chunk_count / len(tied)))
+    while True:
+        walked = np.asarray(
+            [
+                r[0]
+                for r in conn.execute(
+                    tables(
+                        "SELECT id FROM {chunks} WHERE collection_id = %s"
+                        " ORDER BY chunk_key LIMIT %s"
+                    ),
+                    (row.id, walk),
+                ).fetchall()
+            ],
+            dtype=np.int64,
+        )
+        found = walked[np.isin(walked, tied)][:needed]
+        # A walk shorter than asked has seen every chunk, so it found every tied one.
+        if len(found) == needed or len(walked) < walk:
+            break
+        walk *= 4
+    return found
+
+
+def _perfect(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    words: list[str],
+    df: dict[str, int],
+    n: int,
+    filters: str | None,
+) -> list[ScoredChunk] | None:
+    """The top ``n`` when at least ``n`` chunks hold every query word (all score 1.0), else None.
+
+    Every such chunk holds the rarest query word, so when that word is rare enough its chunks
+    are all probed; when every word is common, the chunks are walked in id order instead, as
+    long as the words' document frequencies promise ``n`` hits within the walk's budget
+    (assuming words occur independently). A one-byte query word can never score 1.0, since
+    documents' words have two bytes or more.
+    """
+    distinct = sorted(set(words))
+    if any(len(word.encode()) < 2 or word not in df for word in distinct):
+        return None
+    rarest = min(distinct, key=lambda word: (df[word], word))
+    if df[rarest] < n:
+        return None
+    where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb") if filters else sql.SQL("")
+    if df[rarest] <= _PERFECT_PROBES:
+        # The rarest word's chunks that hold the others too; only those are looked up.
+        query = tables(
+            "SELECT {chunk_columns} FROM {words} r JOIN {chunks} c ON c.id = r.chunk_id"
+            " WHERE r.collection_id = %(coll)s AND r.word = %(rarest)s"
+            " AND {holds_all}{where} ORDER BY c.chunk_key LIMIT %(n)s",
+            holds_all=tables(_HOLDS_ALL, chunk=sql.SQL("r.chunk_id")),
+            where=where,
+        )
+    else:
+        density = 1.0
+        for word in distinct:
+            density *= df[word] / row.chunk_count
+        if density * _PERFECT_WALK < 2 * n:
+            return None
+        query = tables(
+            "SELECT {chunk_columns} FROM (SELECT c.id, c.chunk_key, c.document_id, c.idx,"
+            "  c.content, c.start_offset, c.end_offset, c.metadata FROM {chunks} c"
+            "  WHERE c.collection_id = %(coll)s{where} ORDER BY c.chunk_key LIMIT %(walk)s) AS c"
+            " WHERE {holds_all} ORDER BY c.chunk_key LIMIT %(n)s",
+            holds_all=tables(_HOLDS_ALL, chunk=sql.SQL("c.id")),
+            where=where,
+        )
+    rows = conn.execute(
+        query,
+        {
+            "coll": row.id,
+            "filters": filters,
+            "rarest": rarest,
+            "walk": _PERFECT_WALK,
+            "words": distinct,
+            "distinct": len(distinct),
+            "n": n,
+        },
+    ).fetchall()
+    if len(rows) < n:
+        return None
+    return [ScoredChunk(chunk_record(r), 1.0) for r in rows]

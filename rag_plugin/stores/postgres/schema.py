@@ -206,6 +206,15 @@ _WORDS = (
     """,
 )
 
+# BM25 reads a common term only where its contribution can reach a threshold (lexical.py): the
+# highest tfs first, and per tf the shortest chunks, without touching the table.
+_IMPACT_ORDER = (
+    """
+    CREATE INDEX rag_postings_by_impact ON {schema}.rag_postings
+        (collection_id, term, tf DESC, dl) INCLUDE (chunk_id)
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -214,6 +223,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # so BM25 went back to MaxScore and the index, which only slowed writes, goes.
     Migration(3, "drop the unused impact index", ("DROP INDEX {schema}.rag_postings_impact",)),
     Migration(4, "fuzzy word postings and word vocabulary, backfilled from the chunks", _WORDS),
+    Migration(5, "postings by impact (term, tf DESC, dl) for BM25 thresholds", _IMPACT_ORDER),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,8 @@ from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex
 from rag_plugin.stores.base import CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.stores.postgres import fuzzy as postgres_fuzzy
+from rag_plugin.stores.postgres import lexical as postgres_lexical
 from rag_plugin.testing import FakeEmbedder
 
 from .pg_helpers import statistics_mismatches
@@ -108,8 +111,36 @@ def queries(rng: random.Random, vocabulary: list[str], count: int) -> list[str]:
     return result
 
 
+# The BM25 leg's paths, forced on this small corpus, whose queries would all be read in full:
+# "thresholds" gives every term a threshold; "cheap-terms" reads the rarer ones in full.
+BM25_PATHS = {
+    "default": {},
+    "thresholds": {"_READ_IN_FULL": 0, "_CHEAP_TERM": 0},
+    "cheap-terms": {"_READ_IN_FULL": 0, "_CHEAP_TERM": 40},
+}
+
+
+@pytest.fixture(params=sorted(BM25_PATHS))
+def bm25_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Which BM25 path is forced; asserts afterwards that it was taken."""
+    taken = [0]
+    thresholds = postgres_lexical._thresholds
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        taken[0] += 1
+        return thresholds(*args, **kwargs)
+
+    monkeypatch.setattr(postgres_lexical, "_thresholds", spy)
+    for name, value in BM25_PATHS[request.param].items():
+        monkeypatch.setattr(postgres_lexical, name, value)
+    yield request.param
+    assert (taken[0] > 0) == (request.param != "default")
+
+
 def test_bm25_scores_equal_the_in_memory_index_exactly(
-    store: PostgresStore, filled: tuple[CollectionInfo, Corpus, random.Random, list[str]]
+    store: PostgresStore,
+    filled: tuple[CollectionInfo, Corpus, random.Random, list[str]],
+    bm25_path: str,
 ) -> None:
     collection, corpus, rng, vocabulary = filled
     reference = Bm25Index(analyzer=get_analyzer(collection.analyzer))
@@ -127,8 +158,45 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
         assert got == expected, query
 
 
+# The fuzzy leg's shortcuts, forced on this small corpus: "ties" walks chunks in id order to
+# break every tie instead of sending the tied ids to SQL; "perfect-walk" finds all-words chunks
+# by walking chunks in id order rather than through the rarest word's postings.
+FUZZY_PATHS = {
+    "default": {},
+    "ties": {"_TIES_SENT": 0},
+    "perfect-walk": {"_PERFECT_PROBES": 0, "_PERFECT_WALK": 200, "_TIES_SENT": 0},
+}
+
+
+@pytest.fixture(params=sorted(FUZZY_PATHS))
+def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Which fuzzy path is forced; asserts afterwards that it was taken."""
+    taken = {"perfect": 0, "walk": 0}
+    perfect, walk = postgres_fuzzy._perfect, postgres_fuzzy._walk_ties
+
+    def spy_perfect(*args: object, **kwargs: object) -> object:
+        found = perfect(*args, **kwargs)  # type: ignore[arg-type]
+        taken["perfect"] += found is not None
+        return found
+
+    def spy_walk(*args: object, **kwargs: object) -> object:
+        taken["walk"] += 1
+        return walk(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(postgres_fuzzy, "_perfect", spy_perfect)
+    monkeypatch.setattr(postgres_fuzzy, "_walk_ties", spy_walk)
+    for name, value in FUZZY_PATHS[request.param].items():
+        monkeypatch.setattr(postgres_fuzzy, name, value)
+    yield request.param
+    assert taken["perfect"] > 0
+    if request.param != "default":
+        assert taken["walk"] > 0
+
+
 def test_fuzzy_scores_and_corrections_equal_the_in_memory_index_exactly(
-    store: PostgresStore, filled: tuple[CollectionInfo, Corpus, random.Random, list[str]]
+    store: PostgresStore,
+    filled: tuple[CollectionInfo, Corpus, random.Random, list[str]],
+    fuzzy_path: str,
 ) -> None:
     """Same ids, scores and order for every analyzer: the store scores whitespace words too."""
     collection, corpus, rng, vocabulary = filled
@@ -139,8 +207,10 @@ def test_fuzzy_scores_and_corrections_equal_the_in_memory_index_exactly(
     for word in rng.sample(vocabulary, 15):
         position = rng.randrange(len(word))
         typos.append(word[:position] + word[position + 1 :] + rng.choice("xq"))
-    # Short and repeated words reach many close words; "ka" alone ties across many chunks.
-    for query in ["ka", "ka ka lo", "x", *queries(rng, vocabulary, 10), *typos]:
+    # Short and repeated words reach many close words; "ka" alone ties across many chunks;
+    # the most common words together make many chunks score a perfect 1.0.
+    common = " ".join(vocabulary[:2])
+    for query in ["ka", "ka ka lo", "x", common, *queries(rng, vocabulary, 10), *typos]:
         assert store.correct_query(collection, query) == reference.correct_query(query), query
         for n in (1, 10, 50):
             expected = reference.search(query, n)

@@ -105,11 +105,14 @@ def test_migration_4_backfills_the_word_postings_of_existing_chunks(
     store.upsert_document(collection, DocumentInput(source="a"), chunks)
     expected = [(h.chunk.id, h.score) for h in store.fuzzy(collection, "quick ecole", 10)]
     with psycopg.connect(dsn) as conn:
-        # Back to version 3: no word tables.
+        # Back to version 3: no word tables (and none of the later migrations).
         for name in ("rag_words", "rag_word_vocabulary"):
             conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(pg_schema, name)))
         conn.execute(
-            sql.SQL("DELETE FROM {} WHERE version = 4").format(
+            sql.SQL("DROP INDEX {}").format(sql.Identifier(pg_schema, "rag_postings_by_impact"))
+        )
+        conn.execute(
+            sql.SQL("DELETE FROM {} WHERE version >= 4").format(
                 sql.Identifier(pg_schema, "rag_schema_version")
             )
         )
