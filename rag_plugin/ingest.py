@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_plugin.chunking import TextChunker
@@ -24,7 +25,13 @@ from rag_plugin.stores.base import (
 )
 from rag_plugin.vectors import DistanceMetric
 
-__all__ = ["DEFAULT_COLLECTION_ANALYZER", "IngestResult", "get_or_create_collection", "ingest_text"]
+__all__ = [
+    "DEFAULT_COLLECTION_ANALYZER",
+    "IngestResult",
+    "StoredSource",
+    "get_or_create_collection",
+    "ingest_text",
+]
 
 DEFAULT_COLLECTION_ANALYZER = "english"
 """The analyzer of a collection created without one (SPEC L6), chosen by ``bench/quality.py``.
@@ -51,6 +58,15 @@ class IngestResult:
         return [chunk.id for chunk in self.chunks]
 
 
+@dataclass(frozen=True, slots=True)
+class StoredSource:
+    """What a collection holds under one source, as the caller has just read it: the
+    document (None when there is none) and its chunks in index order."""
+
+    document: DocumentRecord | None
+    chunks: tuple[ChunkRecord, ...] = ()
+
+
 def ingest_text(
     store: Store,
     embedder: Embedder,
@@ -59,6 +75,7 @@ def ingest_text(
     *,
     document: DocumentInput | None = None,
     chunker: TextChunker | None = None,
+    stored: StoredSource | None = None,
 ) -> IngestResult:
     """Chunk ``text``, embed every chunk in one call and store it as one document.
 
@@ -68,6 +85,11 @@ def ingest_text(
     is replaced (see :meth:`Store.upsert_document`) — unless it holds the same text, title,
     tags, metadata and chunking: then nothing is redone and the stored document is returned
     with ``unchanged=True`` (re-running an ingest over unchanged files costs one lookup).
+
+    ``stored`` is what the collection holds under ``document.source`` when the caller has
+    already read it (a store may read it together with the collection, in one round trip);
+    without it the lookup is made here. The chunks of a new or replaced document are built
+    from what was written, not read back.
     """
     check_embedder(embedder, collection)
     if not isinstance(text, str):
@@ -79,16 +101,24 @@ def ingest_text(
         metadata={**(document.metadata if document else {}), "chunking": _signature(chunker)},
     )
     if described.source:
-        stored = store.find_document(collection, source=described.source)
-        if stored is not None and _same(stored, described):
-            return IngestResult(
-                stored, tuple(store.document_chunks(collection, stored.id)), unchanged=True
-            )
+        if stored is None:
+            found = store.find_document(collection, source=described.source)
+            if found is not None and _same(found, described):
+                chunks = tuple(store.document_chunks(collection, found.id))
+                return IngestResult(found, chunks, unchanged=True)
+        elif stored.document is not None:
+            if stored.document.source != described.source:
+                raise InvalidInputError(
+                    f"The stored document given is under source {stored.document.source!r}, "
+                    f"not {described.source!r}; pass what is stored under the document's source."
+                )
+            if _same(stored.document, described):
+                return IngestResult(stored.document, stored.chunks, unchanged=True)
     pieces = chunker.chunk(text)
     if not pieces:
         raise InvalidInputError("Content too small to chunk")
     vectors = embedder.embed([piece.content for piece in pieces])
-    chunks = [
+    inputs = [
         ChunkInput(
             index=piece.index,
             content=piece.content,
@@ -98,8 +128,31 @@ def ingest_text(
         )
         for piece, vector in zip(pieces, vectors, strict=True)
     ]
-    record = store.upsert_document(collection, described, chunks)
-    return IngestResult(record, tuple(store.document_chunks(collection, record.id)))
+    record = store.upsert_document(collection, described, inputs)
+    return IngestResult(record, _stored_chunks(record, inputs))
+
+
+def _stored_chunks(record: DocumentRecord, chunks: Sequence[ChunkInput]) -> tuple[ChunkRecord, ...]:
+    """The chunks as the store now holds them, built as :class:`ChunkRecord` specifies rather
+    than read back: the document's metadata, the chunk's own, then the store's keys."""
+    fields = {
+        "title": record.title,
+        "source": record.source,
+        "created_at": record.created_at.isoformat(),
+        "tags": list(record.tags),
+    }
+    return tuple(
+        ChunkRecord(
+            id=f"{record.id}_{chunk.index}",
+            document_id=record.id,
+            index=chunk.index,
+            content=chunk.content,
+            start_offset=chunk.start_offset,
+            end_offset=chunk.end_offset,
+            metadata={**record.metadata, **chunk.metadata, **fields},
+        )
+        for chunk in sorted(chunks, key=lambda chunk: chunk.index)
+    )
 
 
 def _signature(chunker: TextChunker) -> str:

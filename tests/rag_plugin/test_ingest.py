@@ -10,8 +10,8 @@ from rag_plugin.chunking import ChunkerConfig, ChunkingStrategy, TextChunker
 from rag_plugin.embedding.cache import InMemoryEmbeddingCache
 from rag_plugin.embedding.dedup import content_hash_hex
 from rag_plugin.exceptions import CollectionNotFoundError, ConfigurationError, InvalidInputError
-from rag_plugin.ingest import get_or_create_collection, ingest_text
-from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.ingest import StoredSource, get_or_create_collection, ingest_text
+from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentInput, DocumentRecord
 from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
@@ -129,6 +129,93 @@ def test_a_changed_chunking_reingests_the_same_text(
     assert second.document.metadata["chunking"] == "character:40:0:5"
     assert first.document.metadata["chunking"] != second.document.metadata["chunking"]
     assert [c.content for c in second.chunks] == [c.content for c in other.chunk(TEXT)]
+
+
+class _CountingStore(MemoryStore):
+    """Counts the reads ingest_text makes to decide whether a source changed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups: list[str] = []
+
+    def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
+        self.lookups.append(f"find {source}")
+        return super().find_document(collection, source=source)
+
+    def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
+        self.lookups.append("chunks")
+        return super().document_chunks(collection, document_id)
+
+
+def test_a_stored_source_given_by_the_caller_replaces_the_lookups(
+    embedder: FakeEmbedder,
+) -> None:
+    store = _CountingStore()
+    collection = get_or_create_collection(store, "docs", embedder=embedder)
+    document = DocumentInput(source="n.txt", title="Notes")
+    first = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    stored = StoredSource(first.document, first.chunks)
+    again = ingest_text(
+        store, embedder, collection, TEXT, document=document, chunker=WORDS_4, stored=stored
+    )
+    retitled = dataclasses.replace(document, title="Renamed")
+    changed = ingest_text(
+        store, embedder, collection, TEXT, document=retitled, chunker=WORDS_4, stored=stored
+    )
+    new = ingest_text(
+        store,
+        embedder,
+        collection,
+        TEXT,
+        document=DocumentInput(source="m.txt"),
+        chunker=WORDS_4,
+        stored=StoredSource(None),
+    )
+
+    assert store.lookups == ["find n.txt"]  # only the first call looked
+    assert (again.unchanged, again.document, again.chunks) == (True, first.document, first.chunks)
+    assert (changed.unchanged, changed.document.id, changed.document.title) == (
+        False,
+        first.document.id,
+        "Renamed",
+    )
+    assert new.chunks == tuple(store.document_chunks(collection, new.document.id))
+    assert store.get_collection("docs").document_count == 2
+
+
+def test_a_stored_source_of_another_source_is_refused(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    first = ingest_text(
+        store, embedder, collection, TEXT, document=DocumentInput(source="n.txt"), chunker=WORDS_4
+    )
+    with pytest.raises(InvalidInputError, match=r"'n\.txt', not 'm\.txt'"):
+        ingest_text(
+            store,
+            embedder,
+            collection,
+            TEXT,
+            document=DocumentInput(source="m.txt"),
+            chunker=WORDS_4,
+            stored=StoredSource(first.document, first.chunks),
+        )
+    assert store.get_collection("docs", owner="user:1").document_count == 1
+
+
+def test_the_chunks_returned_are_the_stored_ones_with_the_documents_metadata(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    document = DocumentInput(source="n.txt", title="T", tags=("a", "b"), metadata={"k": [1, 2]})
+    result = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    assert result.chunks == tuple(store.document_chunks(collection, result.document.id))
+    assert result.chunks[0].metadata == {
+        "k": [1, 2],
+        "chunking": "word:4:0:20",
+        "title": "T",
+        "source": "n.txt",
+        "created_at": result.document.created_at.isoformat(),
+        "tags": ["a", "b"],
+    }
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t", "too short"])
