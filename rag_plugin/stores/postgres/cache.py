@@ -35,14 +35,15 @@ class PostgresEmbeddingCache:
         """Return the cached vectors among ``hashes`` for ``model``; misses are left out."""
         if not hashes:
             return {}
-        with self._db.transaction() as conn:
-            rows = conn.execute(
+        (rows,) = self._db.run(
+            (
                 self._tables(
                     "SELECT content_hash, embedding::real[] FROM {embedding_cache}"
                     " WHERE model = %s AND content_hash = ANY(%s)"
                 ),
                 (model, list(hashes)),
-            ).fetchall()
+            )
+        )
         return {digest: [float(x) for x in values] for digest, values in rows}
 
     def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
@@ -50,16 +51,18 @@ class PostgresEmbeddingCache:
         if not vectors:
             return
         hashes = sorted(vectors)  # one order for every writer, so concurrent puts never deadlock
-        with self._db.transaction() as conn:
-            conn.execute(
+        # One statement, atomic on its own: one round trip, no BEGIN/COMMIT.
+        self._db.run(
+            (
                 self._tables(
                     "INSERT INTO {embedding_cache} AS e (model, content_hash, embedding)"
-                    " SELECT %s, h, v::vector FROM unnest(%s::text[], %s::text[]) AS u(h, v)"
+                    " SELECT %s, h, v::vector FROM unnest(%b::text[], %b::text[]) AS u(h, v)"
                     " ON CONFLICT (model, content_hash) DO UPDATE"
                     " SET embedding = EXCLUDED.embedding, created_at = now()"
                 ),
                 (model, hashes, [vector_literal(vectors[h]) for h in hashes]),
             )
+        )
 
     def __len__(self) -> int:
         with self._db.transaction() as conn:

@@ -5,19 +5,23 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeAlias
 
 import psycopg
 from psycopg import sql
+from psycopg.abc import Params, QueryNoTemplate
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 from rag_plugin.exceptions import InvalidInputError, RagError, StoreError
 
-__all__ = ["ConnectionSource", "Database", "validate_schema_name"]
+__all__ = ["ConnectionSource", "Database", "Statement", "validate_schema_name"]
 
 ConnectionSource: TypeAlias = "str | ConnectionPool[Any] | psycopg.Connection[Any]"
 """A DSN (the store opens and owns a pool), a ``ConnectionPool`` or one ``Connection``."""
+
+_SET_PATH = "SELECT set_config('search_path', %s, true)"
 
 # PostgreSQL's own identifier rule minus the ``pg_`` prefix it reserves (as django-tenants).
 _SCHEMA_NAME = re.compile(r"(?!pg_)[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -31,6 +35,25 @@ def validate_schema_name(name: str) -> str:
             "starting with a letter or underscore and not with 'pg_'."
         )
     return name
+
+
+Statement: TypeAlias = "tuple[QueryNoTemplate, Params | None]"
+"""A query and its parameters, for :meth:`Database.run`."""
+
+
+def _end_failed_transaction(conn: psycopg.Connection[Any]) -> None:
+    """Roll back what a failed pipeline left open (the server skips COMMIT after an error)."""
+    if conn.closed or conn.info.transaction_status == TransactionStatus.IDLE:
+        return
+    # The error that got us here is the one to report; a broken connection, which this
+    # rollback may also meet, is dropped by the pool.
+    with suppress(psycopg.Error):
+        conn.rollback()
+
+
+def _rows(cursor: psycopg.Cursor[Any]) -> list[Any]:
+    """A statement's rows; none for one that returns no result set (a write)."""
+    return cursor.fetchall() if cursor.description is not None else []
 
 
 class Database:
@@ -55,6 +78,7 @@ class Database:
         self._connection: psycopg.Connection[Any] | None = None
         self._lock = threading.RLock()
         self._owns_pool = False
+        self._path: str | None = None
         if isinstance(source, str):
             self._pool = ConnectionPool(
                 source,
@@ -90,33 +114,114 @@ class Database:
         conn.execute(self._statement("SESSION"))
 
     def _path_value(self, conn: psycopg.Connection[Any]) -> str:
-        return sql.Identifier(self.schema).as_string(conn) + ", public"
+        if self._path is None:
+            self._path = sql.Identifier(self.schema).as_string(conn) + ", public"
+        return self._path
 
     def _statement(self, scope: str) -> sql.Composed:
         return self._search_path.format(scope=sql.SQL(scope), schema=sql.Identifier(self.schema))
 
     @contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction (a savepoint inside a caller's transaction); errors → StoreError."""
+    def transaction(self, *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction (a savepoint inside a caller's transaction); errors → StoreError.
+
+        ``pipeline=True`` sends the block's statements in psycopg's pipeline mode, BEGIN
+        included: the block waits only where it reads a result, once when it ends (for every
+        statement to run) and once for the COMMIT. A database error then surfaces at that read
+        or at the end, and COPY is unavailable. (A lent connection that is inside a
+        transaction or not in autocommit mode gets the plain transaction.)
+        """
         try:
-            with self._connect() as conn, conn.transaction():
-                if self._owns_pool:
-                    yield conn
+            with self._connect() as conn:
+                if pipeline and self._can_pipeline(conn):
+                    with self._pipelined(conn):
+                        yield conn
                     return
-                # A lent connection serves other schemas too, perhaps inside the lender's own
-                # transaction (where SET LOCAL would outlive ours): set the path, then put the
-                # lender's back. On an error the savepoint's rollback restores it.
-                row = conn.execute(
-                    "SELECT current_setting('search_path'), set_config('search_path', %s, true)",
-                    (self._path_value(conn),),
-                ).fetchone()
-                yield conn
-                if row is not None:
-                    conn.execute("SELECT set_config('search_path', %s, true)", (row[0],))
+                with self._plain(conn):
+                    yield conn
         except RagError:
             raise
         except psycopg.Error as exc:
             raise StoreError(f"database error in schema {self.schema!r}: {exc}") from exc
+
+    def run(self, *statements: Statement) -> list[list[Any]]:
+        """Run statements in one round trip as one implicit transaction; return their rows.
+
+        For reads, which see what a BEGIN … COMMIT around them would (READ COMMITTED), and
+        for single-statement writes. All statements are sent before the first runs, so use
+        :meth:`transaction` for a write of several statements that must not commit if the
+        client dies half-way.
+        """
+        try:
+            with self._connect() as conn:
+                if not self._can_pipeline(conn):
+                    with self._plain(conn):
+                        return [_rows(conn.execute(query, params)) for query, params in statements]
+                try:
+                    with conn.pipeline():
+                        if not self._owns_pool:
+                            # Local to the implicit transaction, which ends at the sync.
+                            conn.execute(_SET_PATH, (self._path_value(conn),))
+                        cursors = [conn.execute(query, params) for query, params in statements]
+                    # The pipeline's closing sync has brought every result in.
+                    return [_rows(cursor) for cursor in cursors]
+                finally:
+                    _end_failed_transaction(conn)
+        except RagError:
+            raise
+        except psycopg.Error as exc:
+            raise StoreError(f"database error in schema {self.schema!r}: {exc}") from exc
+
+    def _can_pipeline(self, conn: psycopg.Connection[Any]) -> bool:
+        # BEGIN/COMMIT are sent by hand, which is only right on an autocommit connection
+        # between transactions (a pool's, or a lent one that is idle).
+        return conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+
+    @contextmanager
+    def _pipelined(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        # psycopg's own conn.transaction() syncs at BEGIN and around COMMIT (three extra
+        # round trips in pipeline mode); sent by hand, BEGIN rides with the first statements.
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN", prepare=False)
+                if not self._owns_pool:
+                    # set_config's is_local: the path ends with this transaction.
+                    conn.execute(_SET_PATH, (self._path_value(conn),))
+                try:
+                    yield
+                except BaseException:
+                    conn.execute("ROLLBACK", prepare=False)
+                    raise
+            # The pipeline's closing sync waited for every statement to run. Only now does
+            # COMMIT go out, so a client that dies before (SIGKILL while the server waits
+            # on a lock, say) leaves nothing behind, as without a pipeline.
+            conn.execute("COMMIT", prepare=False)
+        finally:
+            _end_failed_transaction(conn)
+
+    @contextmanager
+    def _plain(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        outermost = conn.info.transaction_status == TransactionStatus.IDLE
+        with conn.transaction():
+            if self._owns_pool:
+                yield
+                return
+            if outermost:
+                # A lent connection between transactions: the path set here ends with the
+                # transaction (set_config's is_local), so there is nothing to restore.
+                conn.execute(_SET_PATH, (self._path_value(conn),))
+                yield
+                return
+            # Inside the lender's own transaction (where is_local would outlive ours): set
+            # the path, then put the lender's back. On an error the savepoint's rollback
+            # restores it.
+            row = conn.execute(
+                "SELECT current_setting('search_path'), set_config('search_path', %s, true)",
+                (self._path_value(conn),),
+            ).fetchone()
+            yield
+            if row is not None:
+                conn.execute(_SET_PATH, (row[0],))
 
     @contextmanager
     def _connect(self) -> Iterator[psycopg.Connection[Any]]:

@@ -45,6 +45,12 @@ DOCUMENT_COLUMNS = (
     "d.id, d.source, d.title, d.tags, d.content_hash, d.created_at, d.chunk_count, d.metadata"
 )
 
+# The id of the collection named by two parameters (name, owner), as a subquery: a statement
+# sent in the same round trip as the collection's lookup cannot know the id yet.
+OWNED_COLLECTION = (
+    "(SELECT id FROM {collections} WHERE name = %s AND owner IS NOT DISTINCT FROM %s)"
+)
+
 COLLECTION_COLUMNS = (
     "id, name, owner, dimensions, embedding_model, metric, analyzer, "
     "document_count, chunk_count, token_count"
@@ -52,8 +58,9 @@ COLLECTION_COLUMNS = (
 
 
 class Tables:
-    """Formats SQL templates: ``{chunks}``-style fields name the schema's tables and
-    ``{chunk_columns}``-style fields the column lists the record builders read."""
+    """Formats SQL templates: ``{chunks}``-style fields name the schema's tables,
+    ``{chunk_columns}``-style fields the column lists the record builders read, and
+    ``{owned_collection}`` the collection id subquery of :data:`OWNED_COLLECTION`."""
 
     def __init__(self, schema: str) -> None:
         self.schema = schema
@@ -66,19 +73,25 @@ class Tables:
             collection_columns=sql.SQL(COLLECTION_COLUMNS),
             document_columns=sql.SQL(DOCUMENT_COLUMNS),
         )
-        self._cache: dict[str, sql.Composed] = {}
+        self._names["owned_collection"] = sql.SQL(OWNED_COLLECTION).format(
+            collections=self._names["collections"]
+        )
+        self._cache: dict[str, sql.SQL] = {}
 
     def table(self, field: str) -> sql.Composable:
         """The schema-qualified name of the table a template calls ``{field}``."""
         return self._names[field]
 
-    def __call__(self, template: str, **extra: sql.Composable) -> sql.Composed:
+    def __call__(self, template: str, **extra: sql.Composable) -> sql.SQL | sql.Composed:
         """Return ``template`` with table names (and ``extra`` composables) filled in."""
         if extra:
             return sql.SQL(template).format(**self._names, **extra)
         found = self._cache.get(template)
         if found is None:
-            found = sql.SQL(template).format(**self._names)
+            # Rendered once to plain SQL text: a Composed would quote its identifiers again
+            # at every execute. The schema name is validated ASCII, so no connection's
+            # encoding or quoting rules can change the text.
+            found = sql.SQL(sql.SQL(template).format(**self._names).as_string(None))
             self._cache[template] = found
         return found
 

@@ -46,7 +46,7 @@ from rag_plugin.stores.base import (
     validate_collection_name,
 )
 from rag_plugin.stores.postgres import correction, lexical, writes
-from rag_plugin.stores.postgres.connection import ConnectionSource, Database
+from rag_plugin.stores.postgres.connection import ConnectionSource, Database, Statement
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
 from rag_plugin.stores.postgres.rows import (
@@ -66,6 +66,29 @@ LexicalSearch = Callable[
     [psycopg.Connection[Any], Tables, CollectionRow, str, int, str | None], list[ScoredChunk]
 ]
 """A word-based leg: (connection, tables, collection row, query, n, filters JSON) → hits."""
+
+
+_COLLECTION = (
+    "SELECT {collection_columns} FROM {collections}"
+    " WHERE name = %s AND owner IS NOT DISTINCT FROM %s"
+)
+
+# The document under a source (the partial unique index needs the ``<> ''``), and its chunks.
+_DOCUMENT_BY_SOURCE = (
+    "SELECT {document_columns} FROM {documents} d"
+    " WHERE d.collection_id = {owned_collection} AND d.source = %s AND d.source <> ''"
+)
+_CHUNKS_BY_SOURCE = (
+    "SELECT {chunk_columns} FROM {documents} d JOIN {chunks} c ON c.document_id = d.id"
+    " WHERE d.collection_id = {owned_collection} AND d.source = %s AND d.source <> ''"
+    " ORDER BY c.idx"
+)
+
+
+def _found_collection(rows: list[Any], name: str) -> CollectionRow:
+    if not rows:
+        raise CollectionNotFoundError(name)
+    return CollectionRow.from_row(rows[0])
 
 
 def _positive(name: str, value: int) -> int:
@@ -177,26 +200,27 @@ class PostgresStore(Store):
     def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
         """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
         validate_collection_name(name)
-        with self._db.transaction() as conn:
-            return self._collection(conn, CollectionInfo(name, owner, 1, "")).info
+        (rows,) = self._db.run((self._tables(_COLLECTION), (name, owner)))
+        return _found_collection(rows, name).info
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
         """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
-        with self._db.transaction() as conn:
-            rows = conn.execute(
+        (rows,) = self._db.run(
+            (
                 self._tables(
                     "SELECT {collection_columns} FROM {collections}"
                     " WHERE owner IS NOT DISTINCT FROM %s ORDER BY name"
                 ),
                 (owner,),
-            ).fetchall()
+            )
+        )
         return [CollectionRow.from_row(row).info for row in rows]
 
     def delete_collection(self, name: str, *, owner: str | None = None) -> int:
         """Delete the collection and everything in it; return how many documents it had."""
         validate_collection_name(name)
         info = CollectionInfo(name, owner, 1, "")
-        with self._db.transaction() as conn:
+        with self._db.transaction(pipeline=True) as conn:
             row = writes.lock_collection(conn, self._tables, info, for_delete=True)
             return writes.delete_collection(conn, self._tables, row)
 
@@ -208,57 +232,88 @@ class PostgresStore(Store):
         document: DocumentInput,
         chunks: Sequence[ChunkInput],
     ) -> DocumentRecord:
-        """Store a document and its chunks in one transaction, replacing one with its source."""
+        """Store a document and its chunks in one transaction, replacing one with its source.
+
+        Two round trips: the collection lock with the replaced document's lookup, then every
+        write and the commit in one pipeline batch.
+        """
         validate_collection_name(collection.name)
         prepared = writes.prepare_document(collection, document, chunks)
-        with self._db.transaction() as conn:
-            row = writes.lock_collection(conn, self._tables, collection, for_delete=False)
+        with self._db.transaction(pipeline=True) as conn:
+            row, existing = writes.lock_for_write(
+                conn, self._tables, collection, source=document.source
+            )
             if (row.info.dimensions, row.info.analyzer) != (
                 collection.dimensions,
                 collection.analyzer,
             ):
                 # The collection was recreated with other settings since the caller read it.
                 prepared = writes.prepare_document(row.info, document, chunks)
-            return writes.write_document(conn, self._tables, row, prepared)
+            return writes.write_document(conn, self._tables, row, existing, prepared)
 
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
         validate_collection_name(collection.name)
-        with self._db.transaction() as conn:
-            row = writes.lock_collection(conn, self._tables, collection, for_delete=False)
-            writes.delete_document(conn, self._tables, row, document_id)
+        with self._db.transaction(pipeline=True) as conn:
+            writes.delete_document(conn, self._tables, collection, document_id)
 
     def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         """Return one document; raise ``DocumentNotFoundError`` if absent."""
         validate_collection_name(collection.name)
-        with self._db.transaction() as conn:
-            row = self._collection(conn, collection)
-            found = conn.execute(
+        owned = (collection.name, collection.owner)
+        collections, found = self._db.run(
+            (self._tables(_COLLECTION), owned),
+            (
                 self._tables(
                     "SELECT {document_columns} FROM {documents} d"
-                    " WHERE d.id = %s AND d.collection_id = %s"
+                    " WHERE d.id = %s AND d.collection_id = {owned_collection}"
                 ),
-                (document_id, row.id),
-            ).fetchone()
-        if found is None:
+                (document_id, *owned),
+            ),
+        )
+        row = _found_collection(collections, collection.name)
+        if not found:
             raise DocumentNotFoundError(document_id)
-        return document_record(row.info.name, found)
+        return document_record(row.info.name, found[0])
 
     def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
         """Return the document stored under a non-empty ``source``, or None."""
         validate_collection_name(collection.name)
         if not source:
             return None
-        with self._db.transaction() as conn:
-            row = self._collection(conn, collection)
-            found = conn.execute(
-                self._tables(
-                    "SELECT {document_columns} FROM {documents} d"
-                    " WHERE d.collection_id = %s AND d.source = %s AND d.source <> ''"
-                ),
-                (row.id, source),
-            ).fetchone()
-        return document_record(row.info.name, found) if found is not None else None
+        owned = (collection.name, collection.owner)
+        collections, found = self._db.run(
+            (self._tables(_COLLECTION), owned),
+            (self._tables(_DOCUMENT_BY_SOURCE), (*owned, source)),
+        )
+        row = _found_collection(collections, collection.name)
+        return document_record(row.info.name, found[0]) if found else None
+
+    def find_source(
+        self, name: str, *, owner: str | None = None, source: str
+    ) -> tuple[CollectionInfo, DocumentRecord | None, list[ChunkRecord]]:
+        """The owner's collection, the document stored under a non-empty ``source`` (or None)
+        and its chunks in index order, in one round trip; raise ``CollectionNotFoundError``
+        if the collection is absent.
+
+        What an ingest reads before it decides whether the source changed
+        (:class:`~rag_plugin.ingest.StoredSource`): three lookups for the price of one.
+        """
+        validate_collection_name(name)
+        owned = (name, owner)
+        statements: list[Statement] = [(self._tables(_COLLECTION), owned)]
+        if source:
+            statements.append((self._tables(_DOCUMENT_BY_SOURCE), (*owned, source)))
+            statements.append((self._tables(_CHUNKS_BY_SOURCE), (*owned, source)))
+        collections, *found = self._db.run(*statements)
+        row = _found_collection(collections, name)
+        if not found or not found[0]:
+            return row.info, None, []
+        return (
+            row.info,
+            document_record(row.info.name, found[0][0]),
+            [chunk_record(r) for r in found[1]],
+        )
 
     def list_documents(
         self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
@@ -267,34 +322,45 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         if limit < 0 or offset < 0:
             raise InvalidInputError(f"limit and offset must not be negative, got {limit}, {offset}")
-        with self._db.transaction() as conn:
-            row = self._collection(conn, collection)
-            rows = conn.execute(
+        owned = (collection.name, collection.owner)
+        collections, rows = self._db.run(
+            (self._tables(_COLLECTION), owned),
+            (
                 self._tables(
-                    "SELECT {document_columns} FROM {documents} d WHERE d.collection_id = %s"
+                    "SELECT {document_columns} FROM {documents} d"
+                    " WHERE d.collection_id = {owned_collection}"
                     " ORDER BY d.seq DESC LIMIT %s OFFSET %s"
                 ),
-                (row.id, limit, offset),
-            ).fetchall()
+                (*owned, limit, offset),
+            ),
+        )
+        row = _found_collection(collections, collection.name)
         return [document_record(row.info.name, r) for r in rows]
 
     def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
         """Return a document's chunks in index order."""
         validate_collection_name(collection.name)
-        with self._db.transaction() as conn:
-            row = self._collection(conn, collection)
-            exists = conn.execute(
-                self._tables("SELECT 1 FROM {documents} WHERE id = %s AND collection_id = %s"),
-                (document_id, row.id),
-            ).fetchone()
-            if exists is None:
-                raise DocumentNotFoundError(document_id)
-            rows = conn.execute(
+        owned = (collection.name, collection.owner)
+        collections, exists, rows = self._db.run(
+            (self._tables(_COLLECTION), owned),
+            (
                 self._tables(
-                    "SELECT {chunk_columns} FROM {chunks} c WHERE c.document_id = %s ORDER BY c.idx"
+                    "SELECT 1 FROM {documents} WHERE id = %s AND collection_id = {owned_collection}"
                 ),
-                (document_id,),
-            ).fetchall()
+                (document_id, *owned),
+            ),
+            (
+                self._tables(
+                    "SELECT {chunk_columns} FROM {chunks} c"
+                    " WHERE c.document_id = %s AND c.collection_id = {owned_collection}"
+                    " ORDER BY c.idx"
+                ),
+                (document_id, *owned),
+            ),
+        )
+        _found_collection(collections, collection.name)
+        if not exists:
+            raise DocumentNotFoundError(document_id)
         return [chunk_record(r) for r in rows]
 
     # -- search legs -------------------------------------------------------------------
@@ -367,13 +433,5 @@ class PostgresStore(Store):
             return search(conn, self._tables, row, query, n, where)
 
     def _collection(self, conn: psycopg.Connection[Any], info: CollectionInfo) -> CollectionRow:
-        row = conn.execute(
-            self._tables(
-                "SELECT {collection_columns} FROM {collections}"
-                " WHERE name = %s AND owner IS NOT DISTINCT FROM %s"
-            ),
-            (info.name, info.owner),
-        ).fetchone()
-        if row is None:
-            raise CollectionNotFoundError(info.name)
-        return CollectionRow.from_row(row)
+        rows = conn.execute(self._tables(_COLLECTION), (info.name, info.owner)).fetchall()
+        return _found_collection(rows, info.name)

@@ -35,27 +35,42 @@ def insert_words(
     conn: psycopg.Connection[Any],
     tables: Tables,
     collection_id: int,
-    words_by_chunk: Mapping[int, Iterable[str]],
+    document_id: str,
+    words_by_index: Mapping[int, Iterable[str]],
 ) -> None:
-    """Add new chunks' word postings and raise their words' df."""
+    """Add the word postings of a document's new chunks (by chunk index) and raise the df.
+
+    The chunk ids come from a join on (document, index), so nothing is read back and the
+    statements can share a pipeline batch with the chunks' insert.
+    """
+    indexes: list[int] = []
+    words: list[str] = []
     document_frequency: Counter[str] = Counter()
-    with conn.cursor().copy(
-        tables("COPY {words} (collection_id, word, chunk_id) FROM STDIN")
-    ) as copy:
-        for chunk_id, words in words_by_chunk.items():
-            for word in words:
-                copy.write_row((collection_id, word, chunk_id))
-                document_frequency[word] += 1
-    if document_frequency:
-        words = sorted(document_frequency)
-        conn.execute(
-            tables(
-                "INSERT INTO {word_vocabulary} AS v (collection_id, word, df)"
-                " SELECT %s, w, n FROM unnest(%s::text[], %s::integer[]) AS u(w, n)"
-                " ON CONFLICT (collection_id, word) DO UPDATE SET df = v.df + EXCLUDED.df"
-            ),
-            (collection_id, words, [document_frequency[w] for w in words]),
-        )
+    for index, chunk_vocabulary in words_by_index.items():
+        for word in chunk_vocabulary:
+            indexes.append(index)
+            words.append(word)
+            document_frequency[word] += 1
+    if not words:
+        return
+    conn.execute(
+        tables(
+            "INSERT INTO {words} (collection_id, word, chunk_id)"
+            " SELECT c.collection_id, u.word, c.id"
+            " FROM unnest(%b::integer[], %b::text[]) AS u(idx, word)"
+            " JOIN {chunks} c ON c.document_id = %s AND c.idx = u.idx"
+        ),
+        (indexes, words, document_id),
+    )
+    vocabulary = sorted(document_frequency)
+    conn.execute(
+        tables(
+            "INSERT INTO {word_vocabulary} AS v (collection_id, word, df)"
+            " SELECT %s, w, n FROM unnest(%b::text[], %b::integer[]) AS u(w, n)"
+            " ON CONFLICT (collection_id, word) DO UPDATE SET df = v.df + EXCLUDED.df"
+        ),
+        (collection_id, vocabulary, [document_frequency[w] for w in vocabulary]),
+    )
 
 
 def remove_words(
@@ -87,35 +102,29 @@ def remove_postings(
 
     A key no chunk holds any more leaves its vocabulary (so correction never suggests a word
     the collection no longer has). ``postings``/``vocabulary`` name tables of :class:`Tables`
-    and ``key`` their key column (``term`` for BM25, ``word`` for fuzzy).
+    and ``key`` their key column (``term`` for BM25, ``word`` for fuzzy). One statement that
+    returns nothing: the decrement and the clean-up touch disjoint rows (df above or at most
+    the count removed, both read from the statement's one snapshot).
     """
-    counts = conn.execute(
+    conn.execute(
         tables(
             "WITH gone AS ("
             "  DELETE FROM {postings_table} p USING {chunks} c"
             "  WHERE c.document_id = %(doc)s AND p.chunk_id = c.id"
             "    AND p.collection_id = %(coll)s"
             "  RETURNING p.{key} AS key),"
-            " counts AS (SELECT key, count(*)::integer AS n FROM gone GROUP BY key)"
-            " UPDATE {vocabulary_table} v SET df = v.df - counts.n FROM counts"
-            " WHERE v.collection_id = %(coll)s AND v.{key} = counts.key"
-            " RETURNING v.{key}, v.df",
+            " counts AS (SELECT key, count(*)::integer AS n FROM gone GROUP BY key),"
+            " lowered AS ("
+            "  UPDATE {vocabulary_table} v SET df = v.df - counts.n FROM counts"
+            "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df > counts.n)"
+            " DELETE FROM {vocabulary_table} v USING counts"
+            " WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df <= counts.n",
             postings_table=tables.table(postings),
             vocabulary_table=tables.table(vocabulary),
             key=sql.Identifier(key),
         ),
         {"doc": document_id, "coll": collection_id},
-    ).fetchall()
-    vanished = [value for value, df in counts if df <= 0]
-    if vanished:
-        conn.execute(
-            tables(
-                "DELETE FROM {vocabulary_table} WHERE collection_id = %s AND {key} = ANY(%s)",
-                vocabulary_table=tables.table(vocabulary),
-                key=sql.Identifier(key),
-            ),
-            (collection_id, vanished),
-        )
+    )
 
 
 def backfill_words(conn: psycopg.Connection[Any], schema: str) -> None:

@@ -5,6 +5,14 @@ Concurrency: every write first locks its collection's row (``FOR NO KEY UPDATE``
 a term's df, and no deadlock, because no writer holds a vocabulary or document row while
 waiting for the collection — while writers to other collections and every reader (MVCC) run
 freely. The expensive part of an ingest, the embedding model, runs before the transaction.
+
+Round trips: the writes run in psycopg's pipeline mode (see ``Database.transaction``). A
+document write reads once — the locked collection row with the document it replaces — and
+every statement after that reads nothing back: new chunks' postings and word postings find
+their chunk ids by joining on (document, index), a replaced document's counts come from the
+first read, and the vocabularies' df updates and clean-up happen in SQL. So a write is three
+round trips whatever its size: the lock, every statement in one batch, and the COMMIT (sent
+only once the batch has run, so a client killed before leaves nothing behind).
 """
 
 from __future__ import annotations
@@ -18,7 +26,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from rag_plugin.exceptions import CollectionNotFoundError, DocumentNotFoundError, InvalidInputError
 from rag_plugin.lexical.analyzers import get_analyzer
@@ -39,9 +46,11 @@ from rag_plugin.vectors import validate_embedding
 
 __all__ = [
     "PreparedDocument",
+    "StoredDocument",
     "delete_collection",
     "delete_document",
     "lock_collection",
+    "lock_for_write",
     "prepare_document",
     "write_document",
 ]
@@ -65,6 +74,15 @@ class PreparedDocument:
     tags: list[str]
     metadata: dict[str, Any]
     chunks: list[_PreparedChunk]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """A stored document a write replaces or deletes: its id, chunk count and Σdl."""
+
+    id: str
+    chunks: int
+    length: int
 
 
 def prepare_document(
@@ -97,29 +115,77 @@ def prepare_document(
     )
 
 
-def lock_collection(
-    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, *, for_delete: bool
-) -> CollectionRow:
-    """Lock the owner's collection row for this transaction and return it."""
-    # A delete needs the stronger lock: it conflicts with the FK checks of concurrent inserts.
-    strength = sql.SQL("UPDATE" if for_delete else "NO KEY UPDATE")
-    row = conn.execute(
-        tables(
-            "SELECT {collection_columns} FROM {collections}"
-            " WHERE name = %s AND owner IS NOT DISTINCT FROM %s FOR {strength}",
-            strength=strength,
-        ),
-        (info.name, info.owner),
-    ).fetchone()
+_LOCK = (
+    "SELECT {collection_columns} FROM {collections}"
+    " WHERE name = %s AND owner IS NOT DISTINCT FROM %s FOR NO KEY UPDATE"
+)
+# A delete needs the stronger lock: it conflicts with the FK checks of concurrent inserts.
+_LOCK_FOR_DELETE = (
+    "SELECT {collection_columns} FROM {collections}"
+    " WHERE name = %s AND owner IS NOT DISTINCT FROM %s FOR UPDATE"
+)
+
+
+def _locked_row(cursor: psycopg.Cursor[Any], info: CollectionInfo) -> CollectionRow:
+    row = cursor.fetchone()
     if row is None:
         raise CollectionNotFoundError(info.name)
     return CollectionRow.from_row(row)
 
 
+def lock_collection(
+    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, *, for_delete: bool
+) -> CollectionRow:
+    """Lock the owner's collection row for this transaction and return it."""
+    cursor = conn.execute(
+        tables(_LOCK_FOR_DELETE if for_delete else _LOCK), (info.name, info.owner)
+    )
+    return _locked_row(cursor, info)
+
+
+# The document's current chunk count and Σdl, for the statistics a replace or delete adjusts.
+# It joins the collection by name and owner, so it can be sent with the lock, before the
+# collection id is known; it runs after the lock is granted, so it sees every committed write.
+_STORED = (
+    "SELECT d.id, s.chunks, s.length FROM {documents} d"
+    " JOIN {collections} k ON k.id = d.collection_id,"
+    " LATERAL (SELECT count(*), coalesce(sum(c.token_count), 0) FROM {chunks} c"
+    "  WHERE c.document_id = d.id) AS s(chunks, length)"
+    " WHERE k.name = %s AND k.owner IS NOT DISTINCT FROM %s AND "
+)
+# The partial unique index on (collection_id, source) needs the ``<> ''`` predicate.
+_STORED_BY_SOURCE = _STORED + "d.source = %s AND d.source <> ''"
+_STORED_BY_ID = _STORED + "d.id = %s"
+
+
+def lock_for_write(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    info: CollectionInfo,
+    *,
+    source: str = "",
+    document_id: str = "",
+) -> tuple[CollectionRow, StoredDocument | None]:
+    """Lock the collection and find the document with ``source`` or ``document_id``, in one
+    round trip; the document is None when absent (or when neither is given)."""
+    locked = conn.execute(tables(_LOCK), (info.name, info.owner))
+    found = None
+    if source or document_id:
+        found = conn.execute(
+            tables(_STORED_BY_SOURCE if source else _STORED_BY_ID),
+            (info.name, info.owner, source or document_id),
+        )
+    row = _locked_row(locked, info)
+    stored = found.fetchone() if found is not None else None
+    if stored is None:
+        return row, None
+    return row, StoredDocument(str(stored[0]), int(stored[1]), int(stored[2]))
+
+
 def _remove_chunks(
     conn: psycopg.Connection[Any], tables: Tables, collection_id: int, document_id: str
-) -> tuple[int, int]:
-    """Remove a document's chunks and postings, decrementing df; return (chunks, Σdl)."""
+) -> None:
+    """Remove a document's chunks and postings, lowering df and dropping keys left at 0."""
     remove_words(conn, tables, collection_id, document_id)
     remove_postings(
         conn,
@@ -130,29 +196,21 @@ def _remove_chunks(
         vocabulary="vocabulary",
         key="term",
     )
-    removed = conn.execute(
-        tables(
-            "WITH gone AS (DELETE FROM {chunks} WHERE document_id = %s RETURNING token_count)"
-            " SELECT count(*), coalesce(sum(token_count), 0) FROM gone"
-        ),
-        (document_id,),
-    ).fetchone()
-    return (int(removed[0]), int(removed[1])) if removed else (0, 0)
+    conn.execute(tables("DELETE FROM {chunks} WHERE document_id = %s"), (document_id,))
 
 
 def delete_document(
-    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, document_id: str
+    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, document_id: str
 ) -> None:
-    """Delete one document of a locked collection; raise DocumentNotFoundError if absent."""
-    found = conn.execute(
-        tables("SELECT 1 FROM {documents} WHERE id = %s AND collection_id = %s"),
-        (document_id, row.id),
-    ).fetchone()
-    if found is None:
+    """Lock the collection and delete one document; raise DocumentNotFoundError if absent."""
+    row, stored = lock_for_write(conn, tables, info, document_id=document_id)
+    if stored is None:
         raise DocumentNotFoundError(document_id)
-    chunks, length = _remove_chunks(conn, tables, row.id, document_id)
+    _remove_chunks(conn, tables, row.id, document_id)
     conn.execute(tables("DELETE FROM {documents} WHERE id = %s"), (document_id,))
-    _add_statistics(conn, tables, row.id, documents=-1, chunks=-chunks, length=-length)
+    _add_statistics(
+        conn, tables, row.id, documents=-1, chunks=-stored.chunks, length=-stored.length
+    )
 
 
 def _add_statistics(
@@ -177,20 +235,17 @@ def write_document(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
+    existing: StoredDocument | None,
     prepared: PreparedDocument,
 ) -> DocumentRecord:
-    """Insert (or replace by source) one document in a locked collection."""
+    """Insert one document in a locked collection, or replace ``existing`` (same source).
+
+    Reads nothing back, so in pipeline mode every statement goes out in one batch.
+    """
     document = prepared.document
-    existing = None
-    if document.source:
-        existing = conn.execute(
-            tables("SELECT id FROM {documents} WHERE collection_id = %s AND source = %s"),
-            (row.id, document.source),
-        ).fetchone()
-    removed_chunks = removed_length = 0
     if existing is not None:
-        document_id = str(existing[0])
-        removed_chunks, removed_length = _remove_chunks(conn, tables, row.id, document_id)
+        document_id = existing.id
+        _remove_chunks(conn, tables, row.id, document_id)
     else:
         document_id = uuid.uuid4().hex
     created_at = datetime.now(UTC)
@@ -231,8 +286,8 @@ def write_document(
         tables,
         row.id,
         documents=0 if existing is not None else 1,
-        chunks=len(prepared.chunks) - removed_chunks,
-        length=added_length - removed_length,
+        chunks=len(prepared.chunks) - (existing.chunks if existing else 0),
+        length=added_length - (existing.length if existing else 0),
     )
     return DocumentRecord(
         id=document_id,
@@ -267,17 +322,16 @@ def _insert_chunks(
         "tags": prepared.tags,
     }
     items = prepared.chunks
-    ids = conn.execute(
+    conn.execute(
         tables(
             "INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key, content,"
             " start_offset, end_offset, metadata, token_count, dimensions, metric, embedding)"
             " SELECT %(coll)s, %(doc)s, u.idx, %(doc)s || '_' || u.idx, u.content, u.start_at,"
             " u.end_at, u.metadata::jsonb, u.length, %(dims)s, %(metric)s, u.embedding::vector"
-            " FROM unnest(%(idx)s::integer[], %(content)s::text[], %(start)s::integer[],"
-            " %(end)s::integer[], %(metadata)s::text[], %(length)s::integer[],"
-            " %(embedding)s::text[])"
+            " FROM unnest(%(idx)b::integer[], %(content)b::text[], %(start)b::integer[],"
+            " %(end)b::integer[], %(metadata)b::text[], %(length)b::integer[],"
+            " %(embedding)b::text[])"
             " AS u(idx, content, start_at, end_at, metadata, length, embedding)"
-            " RETURNING idx, id"
         ),
         {
             "coll": row.id,
@@ -294,28 +348,41 @@ def _insert_chunks(
             "length": [item.length for item in items],
             "embedding": [item.vector for item in items],
         },
-    ).fetchall()
-    chunk_ids = dict(ids)
+    )
+    # Postings before the vocabulary: the crash test holds the vocabulary to stop a write
+    # half-way, after its postings.
+    indexes: list[int] = []
+    terms: list[str] = []
+    frequencies: list[int] = []
     document_frequency: Counter[str] = Counter()
-    with conn.cursor().copy(
-        tables("COPY {postings} (collection_id, term, chunk_id, tf, dl) FROM STDIN")
-    ) as copy:
-        for item in items:
-            chunk_id = chunk_ids[item.chunk.index]
-            for term, tf in item.term_frequencies.items():
-                copy.write_row((row.id, term, chunk_id, tf, item.length))
-            document_frequency.update(item.term_frequencies.keys())
-    if document_frequency:
-        terms = sorted(document_frequency)
+    for item in items:
+        for term, tf in item.term_frequencies.items():
+            indexes.append(item.chunk.index)
+            terms.append(term)
+            frequencies.append(tf)
+        document_frequency.update(item.term_frequencies.keys())
+    if terms:
+        conn.execute(
+            tables(
+                "INSERT INTO {postings} (collection_id, term, chunk_id, tf, dl)"
+                " SELECT c.collection_id, u.term, c.id, u.tf, c.token_count"
+                " FROM unnest(%b::integer[], %b::text[], %b::integer[]) AS u(idx, term, tf)"
+                " JOIN {chunks} c ON c.document_id = %s AND c.idx = u.idx"
+            ),
+            (indexes, terms, frequencies, document_id),
+        )
+        vocabulary = sorted(document_frequency)
         conn.execute(
             tables(
                 "INSERT INTO {vocabulary} AS v (collection_id, term, df)"
-                " SELECT %s, t, n FROM unnest(%s::text[], %s::integer[]) AS u(t, n)"
+                " SELECT %s, t, n FROM unnest(%b::text[], %b::integer[]) AS u(t, n)"
                 " ON CONFLICT (collection_id, term) DO UPDATE SET df = v.df + EXCLUDED.df"
             ),
-            (row.id, terms, [document_frequency[t] for t in terms]),
+            (row.id, vocabulary, [document_frequency[t] for t in vocabulary]),
         )
-    insert_words(conn, tables, row.id, {chunk_ids[item.chunk.index]: item.words for item in items})
+    insert_words(
+        conn, tables, row.id, document_id, {item.chunk.index: item.words for item in items}
+    )
     return sum(item.length for item in items)
 
 
