@@ -21,7 +21,9 @@ from rag_plugin.embedding import Embedder, FastEmbedEmbedder
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
 
-_ensured_schemas: set[str] = set()
+# Per tenant schema, for the life of the process.
+_stores: dict[str, PostgresStore] = {}
+_caches: dict[str, PostgresEmbeddingCache] = {}
 
 
 def _rag() -> dict[str, Any]:
@@ -61,20 +63,37 @@ def pool() -> ConnectionPool[Any]:
 
 
 def store_for(schema_name: str) -> PostgresStore:
-    """The RAG store of one tenant schema (tables created or migrated once per process)."""
-    store = PostgresStore(pool(), schema=schema_name, create_schema=False, **_rag()["HNSW"])
-    if schema_name not in _ensured_schemas:
+    """The RAG store of one tenant schema, made once per process (its tables created or
+    migrated then), so the SQL it composes once serves every request."""
+    store = _stores.get(schema_name)
+    if store is None:
         with _ensure_lock:
-            if schema_name not in _ensured_schemas:
+            store = _stores.get(schema_name)
+            if store is None:
+                store = PostgresStore(
+                    pool(), schema=schema_name, create_schema=False, **_rag()["HNSW"]
+                )
                 store.ensure_schema()
-                _ensured_schemas.add(schema_name)
+                _stores[schema_name] = store
     return store
 
 
+def _embedding_cache(schema_name: str) -> PostgresEmbeddingCache:
+    found = _caches.get(schema_name)
+    if found is None:
+        store_for(schema_name)  # makes sure the cache table exists
+        found = _caches.setdefault(
+            schema_name, PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
+        )
+    return found
+
+
 def embedder_for(schema_name: str) -> Embedder:
-    """The deployment's embedder, with the tenant's persistent embedding cache (E7)."""
-    store_for(schema_name)  # makes sure the cache table exists
-    embedding_cache = PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
+    """The deployment's embedder, with the tenant's persistent embedding cache (E7).
+
+    A new embedder per call (its stats count one request's work); the cache is shared.
+    """
+    embedding_cache = _embedding_cache(schema_name)
     backend = _rag()["EMBEDDER"]
     if backend == "fastembed":
         return FastEmbedEmbedder(_rag()["EMBEDDING_MODEL"] or None, cache=embedding_cache)

@@ -18,7 +18,12 @@ from portal.rag.scope import scope_for
 from portal.rag.selectors import document_find
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
 from rag_plugin.exceptions import CollectionNotFoundError, InvalidInputError
-from rag_plugin.ingest import IngestResult, get_or_create_collection, ingest_text
+from rag_plugin.ingest import (
+    IngestResult,
+    StoredSource,
+    get_or_create_collection,
+    ingest_text,
+)
 from rag_plugin.stores.base import DocumentInput
 
 logger = logging.getLogger("portal.rag")
@@ -46,35 +51,40 @@ def document_ingest(
     strategy = ChunkingStrategy.parse(chunking_strategy) if chunking_strategy else None
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
     chunker = TextChunker(api_chunker_config(strategy))
-    # Chunking is cheap next to embedding; checking it first means empty content never
-    # creates a collection (ingest_text chunks again for the real work).
-    if not chunker.chunk(content):
-        raise InvalidInputError("Content too small to chunk")
+    document = DocumentInput(source=source, title=title, tags=tuple(tags))
     embedder = embedder_for(scope.schema_name)
     try:
-        info = scope.store.get_collection(collection, owner=scope.owner)
-        existed = True
+        # One round trip: the collection and what it holds under the source, so an unchanged
+        # document costs nothing more.
+        info, stored, chunks = scope.store.find_source(collection, owner=scope.owner, source=source)
     except CollectionNotFoundError:
+        # Checked before the collection exists, so empty content never creates one (an
+        # existing collection gets the same error from ingest_text).
+        if not chunker.chunk(content):
+            raise InvalidInputError("Content too small to chunk") from None
         # The seed analyzer, not the library's stemming default: typo correction over a
         # stemmed vocabulary answers with stems ("frequenc search"), which the API returns as
         # the corrected query. Switch once corrections map back to surface words.
         info = get_or_create_collection(
             scope.store, collection, embedder=embedder, owner=scope.owner, analyzer="seed"
         )
-        existed = False
-    try:
+        try:
+            result = ingest_text(
+                scope.store, embedder, info, content, document=document, chunker=chunker
+            )
+        except Exception:
+            scope.store.delete_collection(collection, owner=scope.owner)
+            raise
+    else:
         result = ingest_text(
             scope.store,
             embedder,
             info,
             content,
-            document=DocumentInput(source=source, title=title, tags=tuple(tags)),
+            document=document,
             chunker=chunker,
+            stored=StoredSource(stored, tuple(chunks)),
         )
-    except Exception:
-        if not existed:
-            scope.store.delete_collection(collection, owner=scope.owner)
-        raise
     logger.info(
         "rag.ingest",
         extra={

@@ -98,6 +98,23 @@ def test_bad_ingest_field_is_a_400_naming_it_and_writes_nothing(
     assert snapshot() == before
 
 
+@pytest.mark.parametrize("content", ["   ", "tiny"])
+def test_content_too_small_for_a_new_collection_creates_no_collection(
+    portal_server: PortalServer,
+    snapshot: Callable[[], dict[str, int]],
+    source: str,
+    content: str,
+) -> None:
+    before = snapshot()
+    with portal_server.api(ACME, "alice") as api:
+        response = post_json(api, "/api/rag/ingest", {"collection": source, "content": content})
+        listed = [c["name"] for c in api.get("/api/rag/collections").json()]
+
+    assert (response.status_code, response.json()["error"]) == (400, "Content too small to chunk")
+    assert source not in listed
+    assert snapshot() == before
+
+
 @pytest.mark.parametrize(("field", "value", "named"), SEARCH_CASES)
 def test_bad_search_field_is_a_400_naming_it(
     portal_server: PortalServer,
