@@ -13,8 +13,8 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
   weights and ``k``. For the other strategies it applies to ``score``.
 - **Typo correction** (``correct_typos=True``) corrects the query against the collection's
   vocabulary and reruns the *lexical* legs (BM25, fuzzy) with it. The dense leg always embeds
-  the original query: embeddings tolerate typos, and the corrected query is the analyzer's
-  lowercased token string, which would lose casing and punctuation the model can use. With
+  the original query: embeddings tolerate typos, and the corrected query is lowercased words
+  without punctuation, which would lose casing and punctuation the model can use. With
   the semantic strategy no correction is made. ``corrected_query`` is set only when at least
   one word changed; otherwise the legs run on the original query.
 - **Order**: scores descending; equal scores go by chunk id (hybrid: by the best rank in any

@@ -43,6 +43,8 @@ class Analyzer(ABC):
     """Turns text into index terms; the same analyzer must index and query a collection."""
 
     name: str
+    stopwords: frozenset[str] = frozenset()
+    """Words the analyzer drops; the fuzzy leg leaves them out of queries too."""
 
     @abstractmethod
     def tokens(self, text: str) -> list[str]:

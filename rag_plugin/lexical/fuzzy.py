@@ -13,7 +13,10 @@ lowercased it when indexing, so scores through the index are the same); correcti
 every vocabulary term within ``max_distance`` edits (the seed also skipped terms whose *byte*
 length differed by more, which lost non-ASCII matches), breaks ties by the higher document
 frequency and then alphabetically (the seed took whatever its hash set gave first), and the
-vocabulary forgets terms of removed documents.
+vocabulary forgets terms of removed documents. With a language analyzer (SPEC L6), search
+leaves the analyzer's stopwords out of the query words, as BM25 does: a stopword matches
+nearly every document exactly, so it only flattens the ranking and makes the search read
+the longest posting lists; the seed analyzer has none and scores exactly as the seed did.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "DEFAULT_MAX_DISTANCE",
     "FuzzyIndex",
     "correct_word_against",
+    "fuzzy_query_words",
     "fuzzy_score",
     "levenshtein",
     "word_similarity",
@@ -70,6 +74,12 @@ def _validate_max_distance(max_distance: int) -> int:
 def _text_words(text: str) -> list[str]:
     """A document's scoring words: lowercased whitespace-separated words of 2 bytes or more."""
     return [word for word in text.lower().split() if len(word.encode()) >= 2]
+
+
+def fuzzy_query_words(query: str, analyzer: Analyzer) -> list[str]:
+    """The words a fuzzy search scores: ``query``'s lowercased whitespace words, minus the
+    analyzer's stopwords (none for ``seed``), in order, repetitions kept."""
+    return [word for word in query.lower().split() if word not in analyzer.stopwords]
 
 
 def _combine(bests: Iterable[float], word_count: int) -> float:
@@ -281,7 +291,7 @@ class FuzzyIndex(JsonFileIndex):
         ``allowed_ids`` restricts the documents considered before ranking (a metadata filter).
         """
         validate_top_k(top_k)
-        query_words = query.lower().split()
+        query_words = fuzzy_query_words(query, self.analyzer)
         if top_k == 0 or not query_words or not self._documents:
             return []
         capacity = self._slots.capacity

@@ -40,7 +40,8 @@ from psycopg import sql
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, word_similarity
+from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, fuzzy_query_words, word_similarity
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
 from rag_plugin.stores.postgres.correction import near_terms
@@ -197,7 +198,7 @@ def fuzzy_search(
     filters: str | None,
 ) -> list[ScoredChunk]:
     """Top ``n`` chunks by the fuzzy word-match score; only scores > 0; ties by chunk id."""
-    words = query.lower().split()
+    words = fuzzy_query_words(query, get_analyzer(row.info.analyzer))
     if not words or row.chunk_count == 0 or n == 0:
         return []
     close, df = _close_words(conn, tables, row, words)

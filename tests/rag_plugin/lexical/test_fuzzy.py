@@ -105,6 +105,19 @@ def test_search_top_k_and_allowed_ids() -> None:
         index.search("machine", -1)
 
 
+def test_a_language_analyzer_leaves_its_stopwords_out_of_fuzzy_queries() -> None:
+    texts = {"a": "the cat sat on the mat", "b": "cats of the world", "c": "the end"}
+    english, seed = FuzzyIndex(analyzer="english"), FuzzyIndex(analyzer="seed")
+    for doc_id, text in texts.items():
+        english.add_document(doc_id, text)
+        seed.add_document(doc_id, text)
+    # english scores "the cat" as "cat": a ("cat", 1.0), b ("cats", 1 − 1/4).
+    assert english.search("The cat", 10) == [("a", 1.0), ("b", 0.75)]
+    assert english.search("the of", 10) == []
+    # seed keeps "the": c matches one of two words, (1/2)·(1/2).
+    assert seed.search("the cat", 10) == [("a", 1.0), ("b", 0.875), ("c", 0.25)]
+
+
 def random_text(rng: random.Random) -> str:
     words = ["alpha", "alpah", "beta", "betta", "gamma", "x", "é", "Delta,", "delta", "naïve"]
     words += ["naive", "ab", "ba", "abc", "data-set", "dataset", "Learning", "lerning"]
