@@ -209,14 +209,18 @@ def fuzzy_search(
         return perfect
     state = _Scores(words, close)
     cheapest = sorted(close, key=lambda word: (df[word], word))
+    # The seed reads the closest words first (their chunks score highest, so θ is high and
+    # more words can be left out below), skipping words too common to probe from.
     seed: list[str] = []
     postings = 0
-    for word in cheapest:
+    for word in sorted(close, key=lambda word: (-max(close[word].values()), df[word], word)):
         if postings >= _seed_size(n):
             break
-        seed.append(word)
-        postings += df[word]
-    rest = cheapest[len(seed) :]
+        if df[word] <= 4 * _seed_size(n):
+            seed.append(word)
+            postings += df[word]
+    seeded = set(seed)
+    rest = [word for word in cheapest if word not in seeded]
     state.add(_postings(conn, tables, row, seed, filters))
     if rest:
         seed_ids, best = state.matrix()
