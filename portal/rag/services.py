@@ -62,11 +62,10 @@ def document_ingest(
         # existing collection gets the same error from ingest_text).
         if not chunker.chunk(content):
             raise InvalidInputError("Content too small to chunk") from None
-        # The seed analyzer, not the library's stemming default: typo correction over a
-        # stemmed vocabulary answers with stems ("frequenc search"), which the API returns as
-        # the corrected query. Switch once corrections map back to surface words.
+        # New collections get the library's default analyzer (English: stopwords + stemming,
+        # chosen by bench/quality.py); existing ones keep theirs.
         info = get_or_create_collection(
-            scope.store, collection, embedder=embedder, owner=scope.owner, analyzer="seed"
+            scope.store, collection, embedder=embedder, owner=scope.owner
         )
         try:
             result = ingest_text(
