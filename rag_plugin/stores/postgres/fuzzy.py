@@ -341,7 +341,11 @@ def _perfect(
     if any(len(word.encode()) < 2 or word not in df for word in distinct):
         return None
     rarest = min(distinct, key=lambda word: (df[word], word))
-    if df[rarest] < n:
+    density = 1.0
+    for word in distinct:
+        density *= df[word] / row.chunk_count
+    # Words that rarely meet (as if independent, with room for correlated ones) are not tried.
+    if df[rarest] < n or density * row.chunk_count * 4 < n:
         return None
     where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb") if filters else sql.SQL("")
     if df[rarest] <= _PERFECT_PROBES:
@@ -354,9 +358,6 @@ def _perfect(
             where=where,
         )
     else:
-        density = 1.0
-        for word in distinct:
-            density *= df[word] / row.chunk_count
         if density * _PERFECT_WALK < 2 * n:
             return None
         query = tables(
