@@ -54,6 +54,9 @@ from rag_plugin.exceptions import (
     StoreError,
 )
 from rag_plugin.fusion import (
+    DEFAULT_RRF_K,
+    SEED_RRF_K,
+    SEED_WEIGHTS,
     HybridWeights,
     RrfFusion,
     SearchResult,
@@ -139,6 +142,9 @@ __all__ = [
     "BUNDLED_MODEL",
     "DEFAULT_COLLECTION_ANALYZER",
     "DEFAULT_MODEL",
+    "DEFAULT_RRF_K",
+    "SEED_RRF_K",
+    "SEED_WEIGHTS",
     "Analyzer",
     "AnswerResult",
     "Bm25Index",
