@@ -46,7 +46,7 @@ from rag_plugin.stores.base import (
     validate_collection_name,
 )
 from rag_plugin.stores.postgres import correction, lexical, writes
-from rag_plugin.stores.postgres.connection import ConnectionSource, Database, Statement
+from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
 from rag_plugin.stores.postgres.rows import (
@@ -73,10 +73,24 @@ _COLLECTION = (
     " WHERE name = %s AND owner IS NOT DISTINCT FROM %s"
 )
 
-# The document under a source (the partial unique index needs the ``<> ''``), and its chunks.
+# Reads of one collection's rows for PostgresStore._read: {owned_collection} comes first.
+_DOCUMENT_BY_ID = (
+    "SELECT {document_columns} FROM {documents} d"
+    " WHERE d.collection_id = {owned_collection} AND d.id = %s"
+)
+_DOCUMENT_EXISTS = "SELECT 1 FROM {documents} WHERE collection_id = {owned_collection} AND id = %s"
+# The partial unique index on (collection_id, source) needs the ``<> ''``.
 _DOCUMENT_BY_SOURCE = (
     "SELECT {document_columns} FROM {documents} d"
     " WHERE d.collection_id = {owned_collection} AND d.source = %s AND d.source <> ''"
+)
+_DOCUMENTS_NEWEST_FIRST = (
+    "SELECT {document_columns} FROM {documents} d WHERE d.collection_id = {owned_collection}"
+    " ORDER BY d.seq DESC LIMIT %s OFFSET %s"
+)
+_CHUNKS_BY_ID = (
+    "SELECT {chunk_columns} FROM {chunks} c"
+    " WHERE c.collection_id = {owned_collection} AND c.document_id = %s ORDER BY c.idx"
 )
 _CHUNKS_BY_SOURCE = (
     "SELECT {chunk_columns} FROM {documents} d JOIN {chunks} c ON c.document_id = d.id"
@@ -199,9 +213,7 @@ class PostgresStore(Store):
 
     def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
         """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
-        validate_collection_name(name)
-        (rows,) = self._db.run((self._tables(_COLLECTION), (name, owner)))
-        return _found_collection(rows, name).info
+        return self._read(CollectionInfo(name, owner, 1, ""))[0].info
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
         """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
@@ -259,19 +271,7 @@ class PostgresStore(Store):
 
     def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         """Return one document; raise ``DocumentNotFoundError`` if absent."""
-        validate_collection_name(collection.name)
-        owned = (collection.name, collection.owner)
-        collections, found = self._db.run(
-            (self._tables(_COLLECTION), owned),
-            (
-                self._tables(
-                    "SELECT {document_columns} FROM {documents} d"
-                    " WHERE d.id = %s AND d.collection_id = {owned_collection}"
-                ),
-                (document_id, *owned),
-            ),
-        )
-        row = _found_collection(collections, collection.name)
+        row, (found,) = self._read(collection, (_DOCUMENT_BY_ID, (document_id,)))
         if not found:
             raise DocumentNotFoundError(document_id)
         return document_record(row.info.name, found[0])
@@ -281,12 +281,7 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         if not source:
             return None
-        owned = (collection.name, collection.owner)
-        collections, found = self._db.run(
-            (self._tables(_COLLECTION), owned),
-            (self._tables(_DOCUMENT_BY_SOURCE), (*owned, source)),
-        )
-        row = _found_collection(collections, collection.name)
+        row, (found,) = self._read(collection, (_DOCUMENT_BY_SOURCE, (source,)))
         return document_record(row.info.name, found[0]) if found else None
 
     def find_source(
@@ -299,21 +294,15 @@ class PostgresStore(Store):
         What an ingest reads before it decides whether the source changed
         (:class:`~rag_plugin.ingest.StoredSource`): three lookups for the price of one.
         """
-        validate_collection_name(name)
-        owned = (name, owner)
-        statements: list[Statement] = [(self._tables(_COLLECTION), owned)]
-        if source:
-            statements.append((self._tables(_DOCUMENT_BY_SOURCE), (*owned, source)))
-            statements.append((self._tables(_CHUNKS_BY_SOURCE), (*owned, source)))
-        collections, *found = self._db.run(*statements)
-        row = _found_collection(collections, name)
-        if not found or not found[0]:
-            return row.info, None, []
-        return (
-            row.info,
-            document_record(row.info.name, found[0][0]),
-            [chunk_record(r) for r in found[1]],
+        wanted = CollectionInfo(name, owner, 1, "")
+        if not source:
+            return self._read(wanted)[0].info, None, []
+        row, (found, chunks) = self._read(
+            wanted, (_DOCUMENT_BY_SOURCE, (source,)), (_CHUNKS_BY_SOURCE, (source,))
         )
+        if not found:
+            return row.info, None, []
+        return row.info, document_record(name, found[0]), [chunk_record(r) for r in chunks]
 
     def list_documents(
         self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
@@ -322,43 +311,14 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         if limit < 0 or offset < 0:
             raise InvalidInputError(f"limit and offset must not be negative, got {limit}, {offset}")
-        owned = (collection.name, collection.owner)
-        collections, rows = self._db.run(
-            (self._tables(_COLLECTION), owned),
-            (
-                self._tables(
-                    "SELECT {document_columns} FROM {documents} d"
-                    " WHERE d.collection_id = {owned_collection}"
-                    " ORDER BY d.seq DESC LIMIT %s OFFSET %s"
-                ),
-                (*owned, limit, offset),
-            ),
-        )
-        row = _found_collection(collections, collection.name)
+        row, (rows,) = self._read(collection, (_DOCUMENTS_NEWEST_FIRST, (limit, offset)))
         return [document_record(row.info.name, r) for r in rows]
 
     def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
         """Return a document's chunks in index order."""
-        validate_collection_name(collection.name)
-        owned = (collection.name, collection.owner)
-        collections, exists, rows = self._db.run(
-            (self._tables(_COLLECTION), owned),
-            (
-                self._tables(
-                    "SELECT 1 FROM {documents} WHERE id = %s AND collection_id = {owned_collection}"
-                ),
-                (document_id, *owned),
-            ),
-            (
-                self._tables(
-                    "SELECT {chunk_columns} FROM {chunks} c"
-                    " WHERE c.document_id = %s AND c.collection_id = {owned_collection}"
-                    " ORDER BY c.idx"
-                ),
-                (document_id, *owned),
-            ),
+        _, (exists, rows) = self._read(
+            collection, (_DOCUMENT_EXISTS, (document_id,)), (_CHUNKS_BY_ID, (document_id,))
         )
-        _found_collection(collections, collection.name)
         if not exists:
             raise DocumentNotFoundError(document_id)
         return [chunk_record(r) for r in rows]
@@ -431,6 +391,22 @@ class PostgresStore(Store):
             if n == 0:
                 return []
             return search(conn, self._tables, row, query, n, where)
+
+    def _read(
+        self, collection: CollectionInfo, *statements: tuple[str, tuple[Any, ...]]
+    ) -> tuple[CollectionRow, list[list[Any]]]:
+        """The collection's row and the rows of ``statements``, all in one round trip.
+
+        Each statement reaches the collection through ``{owned_collection}``, whose two
+        parameters (name, owner) come first, before the statement's own.
+        """
+        validate_collection_name(collection.name)
+        owned = (collection.name, collection.owner)
+        collections, *results = self._db.run(
+            (self._tables(_COLLECTION), owned),
+            *((self._tables(template), (*owned, *params)) for template, params in statements),
+        )
+        return _found_collection(collections, collection.name), results
 
     def _collection(self, conn: psycopg.Connection[Any], info: CollectionInfo) -> CollectionRow:
         rows = conn.execute(self._tables(_COLLECTION), (info.name, info.owner)).fetchall()
