@@ -11,30 +11,42 @@ documents (title + text) one request each. In the same run the bare model —
 ``TextEmbedding.embed`` of the same loaded ONNX model — embeds exactly the chunks the API
 made, one batch per document as the API does, before and after the API pass (the mean
 counts, so load drift on a shared machine hits both sides alike). Then the same documents
-are ingested again: unchanged text, so every chunk comes from the embedding cache.
+are ingested again: unchanged sources, which the API recognises and does not redo.
 
 Reports: first ingest seconds, model seconds, overhead = (API − model) / model, re-ingest
 seconds and first / re-ingest.
+
+``--store-only`` measures instead the largest non-model cost alone, in seconds and without
+the model: ``PostgresStore.upsert_document`` of the same documents' chunks (fake 384-d
+vectors) on one autocommitting pooled connection, as the portal lends it, in ms/document
+and round trips/document (counted in a libpq trace: each turn from sending to receiving).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
+from psycopg_pool import ConnectionPool
 
 from bench.beir import load_beir
 from portal import launch
-from portal.embedded_db import PROJECT_ROOT
+from portal.embedded_db import PROJECT_ROOT, ensure_extensions
 from rag_plugin.chunking import TextChunker, api_chunker_config
 from rag_plugin.embedding import BUNDLED_MODEL
 from rag_plugin.embedding.dedup import normalize_for_dedup
 from rag_plugin.embedding.fastembed_backend import load_model
+from rag_plugin.stores.base import ChunkInput, DocumentInput
+from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.testing import FakeEmbedder
 
 HOST = "acme.localhost"
 PASSWORD = "bench-pass-2026"  # noqa: S105 - a throwaway database's demo users
@@ -77,12 +89,54 @@ def bare_model_seconds(batches: list[list[str]]) -> float:
     return time.perf_counter() - started
 
 
+def store_write(documents: list[dict[str, str]], chunker: TextChunker) -> dict[str, Any]:
+    """ms/document and round trips/document of ``upsert_document`` alone, new then replaced."""
+    embedder = FakeEmbedder(384)
+    inputs = []
+    for raw in documents:
+        pieces = chunker.chunk(raw["content"])
+        vectors = embedder.embed([piece.content for piece in pieces])
+        chunks = [
+            ChunkInput(p.index, p.content, p.start_offset, p.end_offset, vector)
+            for p, vector in zip(pieces, vectors, strict=True)
+        ]
+        inputs.append((DocumentInput(source=raw["source"], title=raw["title"]), chunks))
+    report: dict[str, Any] = {"documents": len(documents)}
+    with (
+        launch.scratch_database("bench_store_write") as url,
+        ConnectionPool(url, min_size=1, max_size=1, kwargs={"autocommit": True}) as pool,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        ensure_extensions(url)
+        store = PostgresStore(pool, schema="bench")
+        collection = store.create_collection("docs", dimensions=384, embedding_model="fake-384")
+        trace = Path(folder) / "libpq.trace"
+        for label in ("new", "replaced"):
+            with trace.open("wb") as out:
+                with pool.connection() as conn:  # the pool's only connection
+                    conn.pgconn.trace(out.fileno())
+                started = time.perf_counter()
+                for document, chunks in inputs:
+                    store.upsert_document(collection, document, chunks)
+                elapsed = time.perf_counter() - started
+                with pool.connection() as conn:
+                    conn.pgconn.untrace()
+            directions = [line.split(b"\t")[1] for line in trace.read_bytes().splitlines()]
+            turns = sum(1 for turn in itertools.pairwise(directions) if turn == (b"F", b"B"))
+            report[f"{label}_ms_per_document"] = round(1000 * elapsed / len(inputs), 1)
+            report[f"{label}_round_trips_per_document"] = round(turns / len(inputs), 1)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(PROJECT_ROOT.parent / "shared/eval/scifact"))
     parser.add_argument("--split", default="train")
     parser.add_argument("--documents", type=int, default=40)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--store-only", action="store_true", help="time upsert_document alone (no model, no HTTP)"
+    )
     args = parser.parse_args()
 
     corpus = list(load_beir(args.data, args.split).corpus.values())[: args.documents]
@@ -91,6 +145,9 @@ def main() -> None:
         for d in corpus
     ]
     chunker = TextChunker(api_chunker_config())
+    if args.store_only:
+        _print(store_write(documents, chunker), as_json=args.json)
+        return
     batches = [
         list(dict.fromkeys(normalize_for_dedup(c.content) for c in chunker.chunk(d["content"])))
         for d in documents
@@ -117,11 +174,15 @@ def main() -> None:
         "first_over_reingest": round(first / again, 1),
         "reingest_ms_per_document": round(1000 * again / len(documents), 1),
     }
-    if args.json:
+    _print(report, as_json=args.json)
+
+
+def _print(report: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(report, indent=2))
         return
     for key, value in report.items():
-        print(f"{key:28} {value}")
+        print(f"{key:34} {value}")
 
 
 if __name__ == "__main__":
