@@ -10,7 +10,9 @@ Which plan runs is decided here, explicitly, rather than left to the planner:
 - otherwise the query uses the partial HNSW index of its (dimension, metric) by ordering on
   the indexed expression ``embedding::vector(d) <op> q::vector(d)`` under the index's
   predicate, with ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8) so the scan keeps
-  going until the LIMIT is met after the collection and metadata filters. Relaxed order is
+  going until the LIMIT is met after the collection and metadata filters, and ``ef_search``
+  widened by the collection's share of the index (so it means the same per collection).
+  Relaxed order is
   re-sorted in the outer query. If the scan still comes back short (it gives up after
   ``hnsw.max_scan_tuples``), the exact plan answers instead, so k results come back whenever
   k exist.
@@ -134,10 +136,23 @@ def _approximate(
 ) -> list[ScoredChunk]:
     # Transaction-local settings: they end with this query's transaction, whoever's
     # connection it is. ef_search below n would cap each scan pass at fewer than n rows.
+    # ef_search is meant per collection, but the index holds every collection of this
+    # (dimension, metric): a collection that is a share s of it sees about s·ef of each pass's
+    # candidates, so the pass is widened by 1/s (pgvector caps ef_search at 1,000).
     conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true),"
-        " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-        (str(max(ef_search, n)),),
+        tables(
+            "SELECT set_config('hnsw.ef_search', least(1000, greatest(%(n)s,"
+            "  ceil(%(ef)s * sum(chunk_count)::float8 / %(own)s)))::int::text, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+            " FROM {collections} WHERE dimensions = %(dims)s AND metric = %(metric)s"
+        ),
+        {
+            "n": n,
+            "ef": ef_search,
+            "own": max(row.chunk_count, 1),
+            "dims": row.info.dimensions,
+            "metric": row.info.metric.value,
+        },
     )
     dims = sql.Literal(row.info.dimensions)
     where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb" if filters else "")
