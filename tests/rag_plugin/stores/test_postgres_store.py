@@ -252,6 +252,27 @@ def test_dense_plan_follows_the_collection_size(
     assert hits[0].score == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.parametrize(("ef_search", "expected"), [(10, "40"), (5, "20"), (400, "1000")])
+def test_ef_search_is_widened_by_the_collections_share_of_the_index(
+    dsn: str, pg_schema: str, ef_search: int, expected: str
+) -> None:
+    # 30 + 10 chunks share one (dimension, metric) index: "small" is a quarter of it, so each
+    # pass needs 4 × ef_search candidates (at least n, at most pgvector's 1,000).
+    embedder = FakeEmbedder(dimensions=8)
+    with psycopg.connect(dsn) as conn:
+        store = PostgresStore(conn, schema=pg_schema, exact_search_below=0, ef_search=ef_search)
+        for name, count in (("large", 30), ("small", 10)):
+            collection = store.create_collection(name, dimensions=8, embedding_model="m")
+            texts = [f"{name} chunk {i}" for i in range(count)]
+            _, chunks = chunk_inputs(texts, embedder.embed(texts))
+            store.upsert_document(collection, DocumentInput(), chunks)
+        # Inside one outer transaction the store's is a savepoint: its local setting shows.
+        with conn.transaction():
+            store.dense(store.get_collection("small"), embedder.embed_query("small chunk 3"), 3)
+            assert store.last_dense_plan == "hnsw"
+            assert conn.execute("SHOW hnsw.ef_search").fetchone() == (expected,)
+
+
 # -- embedding cache ---------------------------------------------------------------------
 
 
