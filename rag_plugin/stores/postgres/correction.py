@@ -19,6 +19,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.correction import correct_with, prefix_end
@@ -49,11 +50,16 @@ def _pieces(word: str, max_distance: int) -> list[str]:
 
 
 _NEAR = {
-    "terms": "SELECT term, df FROM {vocabulary} WHERE collection_id = %s"
-    " AND char_length(term) BETWEEN %s AND %s AND term LIKE ANY(%s)",
-    "words": "SELECT word, df FROM {word_vocabulary} WHERE collection_id = %s"
-    " AND char_length(word) BETWEEN %s AND %s AND word LIKE ANY(%s)",
+    "terms": ("SELECT term, df FROM {vocabulary} WHERE collection_id = %s AND ({near})", "term"),
+    "words": (
+        "SELECT word, df FROM {word_vocabulary} WHERE collection_id = %s AND ({near})",
+        "word",
+    ),
 }
+
+
+def _like(piece: str) -> str:
+    return "%" + piece.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def near_terms(
@@ -67,24 +73,27 @@ def near_terms(
     """Every vocabulary entry that may be within ``max_distance`` edits of a word, with its df.
 
     ``vocabulary`` is ``"terms"`` (analyzer terms, for correction) or ``"words"`` (the fuzzy
-    leg's whitespace words). A superset: the length window and the partition filter only drop
-    entries that cannot be that close, so the caller's exact distance check decides.
+    leg's whitespace words). A superset: each word's length window and partition filter only
+    drop entries that cannot be that close to it, so the caller's exact distance check decides.
     """
-    lengths = [len(word) for word in words]
-    if not lengths:
+    distinct = sorted(set(words))
+    if not distinct:
         return {}
-    patterns = sorted(
-        {
-            "%" + piece.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            for word in words
-            for piece in _pieces(word, max_distance)
-        }
+    template, column = _NEAR[vocabulary]
+    # One clause per word: its own length window and pieces (a long word's long pieces must
+    # not be diluted by a short word's one-letter ones); the index serves each window.
+    clause = sql.SQL("(char_length({column}) BETWEEN %s AND %s AND {column} LIKE ANY(%s))").format(
+        column=sql.Identifier(column)
     )
-    # One pass over the length window; a term passes if it holds a piece of any word, which
-    # is a superset of each word's own candidates (the caller checks distances exactly).
+    params: list[Any] = [row.id]
+    for word in distinct:
+        params += [
+            max(1, len(word) - max_distance),
+            len(word) + max_distance,
+            sorted({_like(piece) for piece in _pieces(word, max_distance)}),
+        ]
     found = conn.execute(
-        tables(_NEAR[vocabulary]),
-        (row.id, max(1, min(lengths) - max_distance), max(lengths) + max_distance, patterns),
+        tables(template, near=sql.SQL(" OR ").join([clause] * len(distinct))), params
     ).fetchall()
     return {term: int(df) for term, df in found}
 
