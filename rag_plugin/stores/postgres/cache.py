@@ -51,7 +51,9 @@ class PostgresEmbeddingCache:
         if not vectors:
             return
         hashes = sorted(vectors)  # one order for every writer, so concurrent puts never deadlock
-        # One statement, atomic on its own: one round trip, no BEGIN/COMMIT.
+        # One statement, atomic on its own: one round trip, no BEGIN/COMMIT. Not durable: an
+        # entry a server crash loses is embedded again, and not waiting for the WAL flush
+        # saves the ingest that fills the cache a disk sync (the document write has its own).
         self._db.run(
             (
                 self._tables(
@@ -61,7 +63,8 @@ class PostgresEmbeddingCache:
                     " SET embedding = EXCLUDED.embedding, created_at = now()"
                 ),
                 (model, hashes, [vector_literal(vectors[h]) for h in hashes]),
-            )
+            ),
+            durable=False,
         )
 
     def __len__(self) -> int:

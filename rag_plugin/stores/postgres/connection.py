@@ -22,6 +22,7 @@ ConnectionSource: TypeAlias = "str | ConnectionPool[Any] | psycopg.Connection[An
 """A DSN (the store opens and owns a pool), a ``ConnectionPool`` or one ``Connection``."""
 
 _SET_PATH = "SELECT set_config('search_path', %s, true)"
+_ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 
 # PostgreSQL's own identifier rule minus the ``pg_`` prefix it reserves (as django-tenants).
 _SCHEMA_NAME = re.compile(r"(?!pg_)[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -144,13 +145,16 @@ class Database:
         except psycopg.Error as exc:
             raise StoreError(f"database error in schema {self.schema!r}: {exc}") from exc
 
-    def run(self, *statements: Statement) -> list[list[Any]]:
+    def run(self, *statements: Statement, durable: bool = True) -> list[list[Any]]:
         """Run statements in one round trip as one implicit transaction; return their rows.
 
         For reads, which see what a BEGIN … COMMIT around them would (READ COMMITTED), and
         for single-statement writes. All statements are sent before the first runs, so use
         :meth:`transaction` for a write of several statements that must not commit if the
-        client dies half-way.
+        client dies half-way. ``durable=False`` lets the commit return before its WAL is
+        flushed (``synchronous_commit`` off: a server crash may lose it, never half of it),
+        for data that is cheap to lose, such as a cache; a lender's transaction keeps its
+        own setting.
         """
         try:
             with self._connect() as conn:
@@ -159,9 +163,12 @@ class Database:
                         return [_rows(conn.execute(query, params)) for query, params in statements]
                 try:
                     with conn.pipeline():
+                        # Both settings are local to the implicit transaction, which ends at
+                        # the sync.
                         if not self._owns_pool:
-                            # Local to the implicit transaction, which ends at the sync.
                             conn.execute(_SET_PATH, (self._path_value(conn),))
+                        if not durable:
+                            conn.execute(_ASYNC_COMMIT)
                         cursors = [conn.execute(query, params) for query, params in statements]
                     # The pipeline's closing sync has brought every result in.
                     return [_rows(cursor) for cursor in cursors]

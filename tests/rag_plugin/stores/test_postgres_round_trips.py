@@ -247,3 +247,25 @@ def test_inside_the_lenders_transaction_the_write_is_a_savepoint(dsn: str, pg_sc
         assert after.list_collections() == []
     finally:
         after.close()
+
+
+SYNCHRONOUS_COMMIT: list[tuple[str, None]] = [
+    ("SELECT current_setting('synchronous_commit')", None)
+]
+
+
+@pytest.mark.parametrize(("durable", "inside"), [(True, "on"), (False, "off")])
+def test_a_run_that_need_not_be_durable_commits_without_waiting_for_the_flush(
+    conn: psycopg.Connection[Any], pg_schema: str, durable: bool, inside: str
+) -> None:
+    database = Database(conn, pg_schema)
+    assert database.run(*SYNCHRONOUS_COMMIT, durable=durable) == [[(inside,)]]
+    assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)  # only that run's
+    assert round_trips(conn, lambda: database.run(*SYNCHRONOUS_COMMIT, durable=durable)) == 1
+
+
+def test_a_lenders_transaction_keeps_its_durability(dsn: str, pg_schema: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT 1")  # the lender's transaction is open
+        assert Database(conn, pg_schema).run(*SYNCHRONOUS_COMMIT, durable=False) == [[("on",)]]
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
