@@ -65,10 +65,11 @@ _PERFECT_PROBES = 8000
 """The most chunks of the rarest query word the perfect-score path probes."""
 
 _HOLDS_ALL = (
-    "(SELECT count(*) FROM {words} w WHERE w.collection_id = %(coll)s"
-    " AND w.chunk_id = {chunk} AND w.word = ANY(%(words)s)) = %(distinct)s"
+    "(SELECT count(*) FROM {words} w"
+    " WHERE w.chunk_id = {chunk} AND w.word = ANY(%(words)s)) = %(distinct)s"
 )
-"""True for a chunk holding every distinct query word exactly."""
+"""True for a chunk (of the collection) holding every distinct query word exactly; an
+index-only probe of ``(chunk_id, word)``, as in ``_probe``."""
 
 _TIES_SENT = 2000
 """Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by id."""
@@ -173,19 +174,23 @@ def _postings(
 def _probe(
     conn: psycopg.Connection[Any],
     tables: Tables,
-    row: CollectionRow,
     chunk_ids: IntArray,
     words: list[str],
 ) -> list[tuple[str, list[int]]]:
-    """Which of ``chunk_ids`` hold which of ``words`` (read through the per-chunk index)."""
+    """Which of ``chunk_ids`` hold which of ``words`` (read through the per-chunk index).
+
+    The chunk ids already belong to the collection, so no ``collection_id`` test: the index
+    ``(chunk_id, word)`` then answers alone (an index-only scan), where testing the column
+    would fetch every matching row from the table.
+    """
     if not words or not len(chunk_ids):
         return []
     return conn.execute(
         tables(
-            "SELECT word, array_agg(chunk_id) FROM {words} WHERE collection_id = %s"
-            " AND chunk_id = ANY(%s) AND word = ANY(%s) GROUP BY word"
+            "SELECT word, array_agg(chunk_id) FROM {words}"
+            " WHERE chunk_id = ANY(%s) AND word = ANY(%s) GROUP BY word"
         ),
-        (row.id, chunk_ids.tolist(), words),
+        (chunk_ids.tolist(), words),
     ).fetchall()
 
 
@@ -226,7 +231,7 @@ def fuzzy_search(
         seed_ids, best = state.matrix()
         floor = 0.0
         if len(seed_ids) >= n:
-            state.add(_probe(conn, tables, row, seed_ids, rest))
+            state.add(_probe(conn, tables, seed_ids, rest))
             floor = _nth(state.combine(state.matrix()[1]), n)
         residual = [0.0] * state.width
         left_out: list[str] = []
@@ -249,16 +254,17 @@ def fuzzy_search(
             if int(unsure.sum()) * _PROBE_COST > sum(df[word] for word in left_out):
                 state.add(_postings(conn, tables, row, left_out, filters))
             else:
-                state.add(_probe(conn, tables, row, ids[unsure], left_out))
+                state.add(_probe(conn, tables, ids[unsure], left_out))
     ids, best = state.matrix()
     scores = state.combine(best)
     keep = scores > 0.0
     ids, scores = _break_ties(conn, tables, row, ids[keep], scores[keep], n)
     rows = conn.execute(
         tables(
-            "SELECT {chunk_columns}, u.score FROM unnest(%s::bigint[], %s::float8[])"
-            " AS u(id, score) JOIN {chunks} c ON c.id = u.id"
-            " ORDER BY u.score DESC, c.chunk_key LIMIT %s"
+            "SELECT {chunk_columns}, t.score FROM (SELECT u.id, u.score, k.chunk_key"
+            "  FROM unnest(%s::bigint[], %s::float8[]) AS u(id, score)"
+            "  JOIN {chunks} k ON k.id = u.id ORDER BY u.score DESC, k.chunk_key LIMIT %s) AS t"
+            " JOIN {chunks} c ON c.id = t.id ORDER BY t.score DESC, t.chunk_key"
         ),
         (ids.tolist(), scores.tolist(), n),
     ).fetchall()
@@ -348,14 +354,23 @@ def _perfect(
     if df[rarest] < n or density * row.chunk_count * 4 < n:
         return None
     where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb") if filters else sql.SQL("")
+    others = [word for word in distinct if word != rarest]
     if df[rarest] <= _PERFECT_PROBES:
         # The rarest word's chunks that hold the others too; only those are looked up.
+        # Keys first (from the key-by-id index), whole rows only for the n chosen.
         query = tables(
-            "SELECT {chunk_columns} FROM {words} r JOIN {chunks} c ON c.id = r.chunk_id"
-            " WHERE r.collection_id = %(coll)s AND r.word = %(rarest)s"
-            " AND {holds_all}{where} ORDER BY c.chunk_key LIMIT %(n)s",
-            holds_all=tables(_HOLDS_ALL, chunk=sql.SQL("r.chunk_id")),
-            where=where,
+            "SELECT {chunk_columns} FROM (SELECT k.id, k.chunk_key FROM {words} r"
+            "  JOIN {chunks} k ON k.id = r.chunk_id"
+            "  WHERE r.collection_id = %(coll)s AND r.word = %(rarest)s"
+            "  AND {holds_others}{where} ORDER BY k.chunk_key LIMIT %(n)s) AS t"
+            " JOIN {chunks} c ON c.id = t.id ORDER BY t.chunk_key",
+            holds_others=sql.SQL(
+                "(SELECT count(*) FROM {words} w WHERE w.chunk_id = r.chunk_id"
+                " AND w.word = ANY(%(others)s)) = %(other_count)s"
+            ).format(words=tables("{words}"))
+            if others
+            else sql.SQL("true"),
+            where=sql.SQL(" AND k.metadata @> %(filters)s::jsonb") if filters else sql.SQL(""),
         )
     else:
         if density * _PERFECT_WALK < 2 * n:
@@ -377,6 +392,8 @@ def _perfect(
             "walk": _PERFECT_WALK,
             "words": distinct,
             "distinct": len(distinct),
+            "others": others,
+            "other_count": len(others),
             "n": n,
         },
     ).fetchall()

@@ -215,6 +215,10 @@ _IMPACT_ORDER = (
     """,
 )
 
+# Ordering candidates by chunk id (the tie-break) needs only each chunk's key: this index hands
+# it over by row id without reading the wide chunk rows (content, vector).
+_KEYS_BY_ID = ("CREATE INDEX rag_chunks_key_by_id ON {schema}.rag_chunks (id) INCLUDE (chunk_key)",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -224,6 +228,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "drop the unused impact index", ("DROP INDEX {schema}.rag_postings_impact",)),
     Migration(4, "fuzzy word postings and word vocabulary, backfilled from the chunks", _WORDS),
     Migration(5, "postings by impact (term, tf DESC, dl) for BM25 thresholds", _IMPACT_ORDER),
+    Migration(6, "chunk keys by row id, for ordering candidates without the rows", _KEYS_BY_ID),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -108,9 +108,8 @@ def test_migration_4_backfills_the_word_postings_of_existing_chunks(
         # Back to version 3: no word tables (and none of the later migrations).
         for name in ("rag_words", "rag_word_vocabulary"):
             conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(pg_schema, name)))
-        conn.execute(
-            sql.SQL("DROP INDEX {}").format(sql.Identifier(pg_schema, "rag_postings_by_impact"))
-        )
+        for index in ("rag_postings_by_impact", "rag_chunks_key_by_id"):
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(pg_schema, index)))
         conn.execute(
             sql.SQL("DELETE FROM {} WHERE version >= 4").format(
                 sql.Identifier(pg_schema, "rag_schema_version")
