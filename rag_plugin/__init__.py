@@ -66,6 +66,7 @@ from rag_plugin.fusion import (
 from rag_plugin.ingest import (
     DEFAULT_COLLECTION_ANALYZER,
     IngestResult,
+    StoredSource,
     get_or_create_collection,
     ingest_text,
 )
@@ -213,6 +214,7 @@ __all__ = [
     "SqliteEmbeddingCache",
     "Store",
     "StoreError",
+    "StoredSource",
     "TextChunker",
     "answer",
     "api_chunker_config",
