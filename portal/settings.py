@@ -170,8 +170,8 @@ RAG = {
     "LLM_TIMEOUT_SECONDS": float(os.environ.get("RAG_LLM_TIMEOUT_SECONDS", "60")),
     "HNSW": {
         "hnsw_m": int(os.environ.get("RAG_HNSW_M", "16")),
-        "hnsw_ef_construction": int(os.environ.get("RAG_HNSW_EF_CONSTRUCTION", "64")),
-        "ef_search": int(os.environ.get("RAG_HNSW_EF_SEARCH", "64")),
+        "hnsw_ef_construction": int(os.environ.get("RAG_HNSW_EF_CONSTRUCTION", "128")),
+        "ef_search": int(os.environ.get("RAG_HNSW_EF_SEARCH", "100")),
     },
 }
 RAG_API = {

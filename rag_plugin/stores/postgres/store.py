@@ -125,7 +125,7 @@ class PostgresStore(Store):
         *,
         schema: str = "public",
         hnsw_m: int = 16,
-        hnsw_ef_construction: int = 64,
+        hnsw_ef_construction: int = 128,
         ef_search: int = 100,
         exact_search_below: int = 10_000,
         pool_max_size: int = 4,

@@ -251,7 +251,7 @@ def test_dense_plan_follows_the_collection_size(
     assert hits[0].score == pytest.approx(1.0, abs=1e-6)
 
 
-@pytest.mark.parametrize(("ef_search", "expected"), [(10, "40"), (5, "20"), (400, "1000")])
+@pytest.mark.parametrize(("ef_search", "expected"), [(12, "48"), (5, "20"), (400, "1000")])
 def test_ef_search_is_widened_by_the_collections_share_of_the_index(
     dsn: str, pg_schema: str, ef_search: int, expected: str
 ) -> None:
