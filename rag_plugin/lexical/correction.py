@@ -7,8 +7,9 @@ With the seed analyzer a term is a word: each query token is replaced by its clo
 A stemming analyzer's terms are stems ("frequenc"), so the corrected query is built from the
 user's own lowercased seed tokens instead: a token whose term is in the vocabulary, a stopword
 or a token with no close term stays as typed, and a misspelled one is replaced by the
-collection's most frequent *surface form* of the closest term (ties alphabetical), or by the
-term itself when the collection shows none. A correction's distance is the edit distance
+*surface form* of the closest term that is nearest to what was typed (fewest edits, then the
+most frequent, then alphabetical: "corected" becomes "corrected", not the commoner "correct"),
+or by the term itself when the collection shows none. A correction's distance is the edit distance
 between the two words it names.
 
 Surface forms come from the collection's lowercased whitespace words (the fuzzy vocabulary,
@@ -34,8 +35,8 @@ __all__ = [
     "QueryCorrection",
     "correct_with",
     "prefix_end",
+    "surface_forms",
     "surface_prefixes",
-    "surface_words",
 ]
 
 
@@ -81,12 +82,15 @@ def correct_with(
         match = matches.get(term)
         if match is not None and match[1] > 0:
             replaced[term] = match[0]
-    surfaces = surface_words(analyzer, sorted(set(replaced.values())), words_starting_with)
+    forms = surface_forms(analyzer, sorted(set(replaced.values())), words_starting_with)
     corrected: list[str] = []
     corrections: list[Correction] = []
     for word, word_term in zip(words, terms, strict=True):
         target = replaced.get(word_term) if word_term is not None else None
-        replacement = word if target is None else surfaces.get(target, target)
+        if target is None:
+            replacement = word
+        else:
+            replacement = closest_surface(word, forms[target]) if target in forms else target
         corrected.append(replacement)
         if replacement != word:
             distance = int(Levenshtein.distance(word, replacement))
@@ -126,10 +130,11 @@ def _leading_token(word: str) -> str | None:
     return tokens[0] if tokens and word.startswith(tokens[0]) else None
 
 
-def surface_words(
+def surface_forms(
     analyzer: Analyzer, terms: Sequence[str], words_starting_with: WordsStartingWith
-) -> dict[str, str]:
-    """Each term's most frequent surface form in the collection (ties alphabetical), if any."""
+) -> dict[str, dict[str, int]]:
+    """Each term's surface forms in the collection with their document frequencies (terms
+    the collection shows no word of are left out)."""
     prefixes = {term: surface_prefixes(analyzer, term) for term in terms}
     wanted = sorted({prefix for found in prefixes.values() for prefix in found})
     counts: dict[str, Counter[str]] = {}
@@ -144,10 +149,15 @@ def surface_words(
         # The prefix test again, so a store that reads a superset of the words answers the same.
         if term in prefixes and token.startswith(prefixes[term]):
             counts.setdefault(term, Counter())[token] += df
-    return {
-        term: min(found.items(), key=lambda item: (-item[1], item[0]))[0]
-        for term, found in counts.items()
-    }
+    return {term: dict(found) for term, found in counts.items()}
+
+
+def closest_surface(word: str, forms: Mapping[str, int]) -> str:
+    """The form nearest to the typed ``word``: fewest edits, then most frequent, then first
+    alphabetically."""
+    return min(
+        forms.items(), key=lambda item: (Levenshtein.distance(word, item[0]), -item[1], item[0])
+    )[0]
 
 
 def _outermost(prefixes: Sequence[str]) -> list[str]:

@@ -262,7 +262,7 @@ class FuzzyIndex(JsonFileIndex):
         """Correct each word of ``query`` to the closest vocabulary term, as a readable word.
 
         With the seed analyzer each token becomes its closest term; with a stemming analyzer a
-        misspelled word becomes the documents' most frequent word with the closest stem (see
+        misspelled word becomes the documents' word with the closest stem nearest to it (see
         :mod:`rag_plugin.lexical.correction`). A query without terms comes back unchanged.
         """
         return correct_with(self.analyzer, query, self._closest, self._words_starting_with)

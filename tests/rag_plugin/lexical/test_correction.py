@@ -7,7 +7,12 @@ from collections.abc import Sequence
 import pytest
 
 from rag_plugin.lexical.analyzers import StemmingAnalyzer, get_analyzer
-from rag_plugin.lexical.correction import prefix_end, surface_prefixes, surface_words
+from rag_plugin.lexical.correction import (
+    closest_surface,
+    prefix_end,
+    surface_forms,
+    surface_prefixes,
+)
 
 
 class DutchAnalyzer(StemmingAnalyzer):
@@ -110,31 +115,37 @@ def words_starting_with(prefixes: Sequence[str]) -> list[tuple[str, int]]:
     return [(word, df) for word, df in WORDS if word.startswith(tuple(prefixes))]
 
 
-def test_surface_words_count_leading_tokens_by_df() -> None:
+def test_surface_forms_count_leading_tokens_by_df() -> None:
     english = get_analyzer("english")
-    # "search" 2 + 1 + 1 beats "searching" 3, and "(search" counts for nothing; "searchers" is
-    # the stem "searcher"'s only word; no word has the stem "sea".
-    found = surface_words(english, ["search", "searcher", "sea"], words_starting_with)
-    assert found == {"search": "search", "searcher": "searchers"}
+    # "search" 2 + 1 + 1, "(search" counts for nothing; "searchers" is the stem "searcher"'s
+    # only word; no word has the stem "sea".
+    found = surface_forms(english, ["search", "searcher", "sea"], words_starting_with)
+    assert found == {"search": {"search": 4, "searching": 3}, "searcher": {"searchers": 1}}
 
 
-def test_surface_words_break_ties_alphabetically() -> None:
-    tied = [("searched", 2), ("searches", 2)]
-    found = surface_words(
-        get_analyzer("english"),
-        ["search"],
-        lambda prefixes: [(w, df) for w, df in tied if w.startswith(tuple(prefixes))],
-    )
-    assert found == {"search": "searched"}
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("serching", "searching"),  # 1 edit, where the commoner "search" is 4
+        ("serch", "search"),  # 1 edit
+        ("searchd", "search"),  # 1 edit from "search" (df 4) and "searched" (df 1): df decides
+        ("searchex", "searches"),  # 1 edit from "searches" and "searchez", both df 2: alphabet
+    ],
+)
+def test_closest_surface_prefers_fewest_edits_then_df_then_alphabet(
+    typed: str, expected: str
+) -> None:
+    forms = {"search": 4, "searching": 3, "searched": 1, "searches": 2, "searchez": 2}
+    assert closest_surface(typed, forms) == expected
 
 
-def test_surface_words_read_only_the_prefixes_ranges() -> None:
+def test_surface_forms_read_only_the_prefixes_ranges() -> None:
     asked: list[Sequence[str]] = []
 
     def recorded(prefixes: Sequence[str]) -> list[tuple[str, int]]:
         asked.append(prefixes)
         return words_starting_with(prefixes)
 
-    surface_words(get_analyzer("english"), ["search", "searcher", "die"], recorded)
+    surface_forms(get_analyzer("english"), ["search", "searcher", "die"], recorded)
     # "searc" covers "searcher"'s own "searche": one range, not two overlapping ones.
     assert asked == [["di", "dy", "searc"]]
