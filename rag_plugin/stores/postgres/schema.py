@@ -219,6 +219,19 @@ _IMPACT_ORDER = (
 # it over by row id without reading the wide chunk rows (content, vector).
 _KEYS_BY_ID = ("CREATE INDEX rag_chunks_key_by_id ON {schema}.rag_chunks (id) INCLUDE (chunk_key)",)
 
+# BM25 probes a candidate chunk's query terms by (term, chunk): with tf and dl in the primary key's
+# index the probe never reads the table. Built first, then swapped in as the key.
+_PROBE_COVERING = (
+    """
+    CREATE UNIQUE INDEX rag_postings_key_covering ON {schema}.rag_postings
+        (collection_id, term, chunk_id) INCLUDE (tf, dl)
+    """,
+    """
+    ALTER TABLE {schema}.rag_postings DROP CONSTRAINT rag_postings_pkey,
+        ADD CONSTRAINT rag_postings_pkey PRIMARY KEY USING INDEX rag_postings_key_covering
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -229,6 +242,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "fuzzy word postings and word vocabulary, backfilled from the chunks", _WORDS),
     Migration(5, "postings by impact (term, tf DESC, dl) for BM25 thresholds", _IMPACT_ORDER),
     Migration(6, "chunk keys by row id, for ordering candidates without the rows", _KEYS_BY_ID),
+    Migration(7, "postings key covers tf and dl, so BM25 probes skip the table", _PROBE_COVERING),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
