@@ -66,9 +66,9 @@ _PERFECT_PROBES = 8000
 
 _HOLDS_ALL = (
     "(SELECT count(*) FROM {words} w"
-    " WHERE w.chunk_id = {chunk} AND w.word = ANY(%(words)s)) = %(distinct)s"
+    " WHERE w.chunk_id = {chunk} AND w.word = ANY(%(holds)s)) = %(holds_count)s"
 )
-"""True for a chunk (of the collection) holding every distinct query word exactly; an
+"""True for a chunk (of the collection) holding every word of ``holds`` exactly; an
 index-only probe of ``(chunk_id, word)``, as in ``_probe``."""
 
 _TIES_SENT = 2000
@@ -326,6 +326,13 @@ def _walk_ties(
     return found
 
 
+def _metadata_filter(alias: str, filters: str | None) -> sql.Composable:
+    """`` AND <alias>.metadata @> filters`` for a chunks alias, or nothing without filters."""
+    if not filters:
+        return sql.SQL("")
+    return sql.SQL(" AND {}.metadata @> %(filters)s::jsonb").format(sql.Identifier(alias))
+
+
 def _perfect(
     conn: psycopg.Connection[Any],
     tables: Tables,
@@ -353,35 +360,32 @@ def _perfect(
     # Words that rarely meet (as if independent, with room for correlated ones) are not tried.
     if df[rarest] < n or density * row.chunk_count * 4 < n:
         return None
-    where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb") if filters else sql.SQL("")
-    others = [word for word in distinct if word != rarest]
     if df[rarest] <= _PERFECT_PROBES:
-        # The rarest word's chunks that hold the others too; only those are looked up.
+        # The rarest word's chunks that hold the others too (only the others need checking).
         # Keys first (from the key-by-id index), whole rows only for the n chosen.
+        holds = [word for word in distinct if word != rarest]
         query = tables(
             "SELECT {chunk_columns} FROM (SELECT k.id, k.chunk_key FROM {words} r"
             "  JOIN {chunks} k ON k.id = r.chunk_id"
             "  WHERE r.collection_id = %(coll)s AND r.word = %(rarest)s"
             "  AND {holds_others}{where} ORDER BY k.chunk_key LIMIT %(n)s) AS t"
             " JOIN {chunks} c ON c.id = t.id ORDER BY t.chunk_key",
-            holds_others=sql.SQL(
-                "(SELECT count(*) FROM {words} w WHERE w.chunk_id = r.chunk_id"
-                " AND w.word = ANY(%(others)s)) = %(other_count)s"
-            ).format(words=tables("{words}"))
-            if others
+            holds_others=tables(_HOLDS_ALL, chunk=sql.SQL("r.chunk_id"))
+            if holds
             else sql.SQL("true"),
-            where=sql.SQL(" AND k.metadata @> %(filters)s::jsonb") if filters else sql.SQL(""),
+            where=_metadata_filter("k", filters),
         )
     else:
         if density * _PERFECT_WALK < 2 * n:
             return None
+        holds = distinct
         query = tables(
             "SELECT {chunk_columns} FROM (SELECT c.id, c.chunk_key, c.document_id, c.idx,"
             "  c.content, c.start_offset, c.end_offset, c.metadata FROM {chunks} c"
             "  WHERE c.collection_id = %(coll)s{where} ORDER BY c.chunk_key LIMIT %(walk)s) AS c"
             " WHERE {holds_all} ORDER BY c.chunk_key LIMIT %(n)s",
             holds_all=tables(_HOLDS_ALL, chunk=sql.SQL("c.id")),
-            where=where,
+            where=_metadata_filter("c", filters),
         )
     rows = conn.execute(
         query,
@@ -390,10 +394,8 @@ def _perfect(
             "filters": filters,
             "rarest": rarest,
             "walk": _PERFECT_WALK,
-            "words": distinct,
-            "distinct": len(distinct),
-            "others": others,
-            "other_count": len(others),
+            "holds": holds,
+            "holds_count": len(holds),
             "n": n,
         },
     ).fetchall()
