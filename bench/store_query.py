@@ -16,10 +16,11 @@ analyzer drops them), so the head of the distribution is handled as in English t
 For each size it loads one collection of synthetic chunks (Zipf-distributed words from a
 20k-word vocabulary; clustered random 384-d unit vectors, no model) through ``upsert_document``
 in documents of 10 chunks, then measures p50/p95 of semantic, BM25 and hybrid (dense + BM25 +
-fuzzy legs at 2k each, weighted RRF 0.6/0.3/0.1) queries, HNSW recall@10 against the exact
-answer, and the app process's RSS before and after its queries (queries run in a fresh process
-so its memory is the app's, not the generator's). The same queries then go through stock
-LlamaIndex in this run: ``VectorStoreIndex`` (SimpleVectorStore), ``BM25Retriever`` and
+fuzzy legs at 2k each, fused with the engine's default weights and k) queries, HNSW
+recall@10 against the exact answer, and the app process's RSS before and after its queries
+(queries run in a fresh process so its memory is the app's, not the generator's). The same
+queries then go through stock LlamaIndex in this run: ``VectorStoreIndex``
+(SimpleVectorStore), ``BM25Retriever`` and
 ``QueryFusionRetriever(mode=FUSION_MODES.RECIPROCAL_RANK)``.
 
 At the largest size the HNSW index is dropped during the load and built once afterwards (a bulk
@@ -45,7 +46,6 @@ from portal.embedded_db import database_url
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import CollectionNotFoundError
-from rag_plugin.fusion import HybridWeights
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres.schema import ensure_vector_index, vector_index_name
@@ -55,8 +55,6 @@ DIMENSIONS = 384
 VOCABULARY_SIZE = 20_000
 CLUSTERS = 200
 CHUNKS_PER_DOCUMENT = 10
-WEIGHTS = {"semantic": 0.6, "bm25": 0.3, "fuzzy": 0.1}
-RRF_K = 60.0
 
 
 ANALYZERS = ("seed", "english")
@@ -381,7 +379,6 @@ def query_process(
     searcher = CollectionSearcher(
         store, PrecomputedEmbedder(dict(zip(words, query_vectors, strict=True)))
     )
-    weights = HybridWeights(**WEIGHTS)
     for i in range(min(20, count)):  # warm the caches and connections
         store.dense(collection, query_vectors[i], 10)
         store.bm25(collection, words[i], 10)
@@ -392,9 +389,7 @@ def query_process(
     result["fuzzy"] = timed(lambda i: store.fuzzy(collection, words[i], 10), count)
     # The app's path: CollectionSearcher runs the three legs (2·top_k each) and fuses them.
     result["hybrid"] = timed(
-        lambda i: searcher.search(
-            collection, words[i], strategy="hybrid", top_k=10, weights=weights, rrf_k=RRF_K
-        ),
+        lambda i: searcher.search(collection, words[i], strategy="hybrid", top_k=10),
         count,
     )
     found = 0
