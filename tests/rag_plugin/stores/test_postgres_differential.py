@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,7 @@ from rag_plugin.engine import CollectionSearcher
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex
-from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.stores.base import CollectionInfo, DocumentInput, ScoredChunk
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres import fuzzy as postgres_fuzzy
 from rag_plugin.stores.postgres import lexical as postgres_lexical
@@ -104,6 +104,23 @@ def filled(
     return collection, corpus, rng, vocabulary
 
 
+def assert_leg_matches(
+    leg: Callable[..., list[ScoredChunk]],
+    reference: Bm25Index | FuzzyIndex,
+    collection: CollectionInfo,
+    corpus: Corpus,
+    query: str,
+) -> None:
+    """The store's leg answers ``query`` as the in-memory index does: top 1, 10 and 50, and
+    top 10 under a metadata filter (same ids, scores and order)."""
+    for n in (1, 10, 50):
+        got = [(hit.chunk.id, hit.score) for hit in leg(collection, query, n)]
+        assert got == reference.search(query, n), (query, n)
+    allowed = {cid for cid, (_, group) in corpus.chunks.items() if group == "blue"}
+    got = [(hit.chunk.id, hit.score) for hit in leg(collection, query, 10, {"group": "blue"})]
+    assert got == reference.search(query, 10, allowed_ids=allowed), query
+
+
 def queries(rng: random.Random, vocabulary: list[str], count: int) -> list[str]:
     result = ["zzzz unknownword", vocabulary[0] + " " + vocabulary[0]]
     while len(result) < count:
@@ -148,14 +165,7 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
         reference.add_document(chunk_id, text)
     assert store.get_collection("random").chunk_count == len(corpus.chunks)
     for query in queries(rng, vocabulary, 40):
-        for n in (1, 10, 50):
-            expected = reference.search(query, n)
-            got = [(hit.chunk.id, hit.score) for hit in store.bm25(collection, query, n)]
-            assert got == expected, (query, n)
-        allowed = {cid for cid, (_, group) in corpus.chunks.items() if group == "blue"}
-        expected = reference.search(query, 10, allowed_ids=allowed)
-        got = [(h.chunk.id, h.score) for h in store.bm25(collection, query, 10, {"group": "blue"})]
-        assert got == expected, query
+        assert_leg_matches(store.bm25, reference, collection, corpus, query)
 
 
 # The fuzzy leg's shortcuts, forced on this small corpus: "ties" walks chunks in id order to
@@ -213,14 +223,7 @@ def test_fuzzy_scores_and_corrections_equal_the_in_memory_index_exactly(
     stopwords = f"The {vocabulary[5]} of {vocabulary[9]}"  # english leaves "the", "of" out
     for query in ["ka", "ka ka lo", "x", common, stopwords, *queries(rng, vocabulary, 10), *typos]:
         assert store.correct_query(collection, query) == reference.correct_query(query), query
-        for n in (1, 10, 50):
-            expected = reference.search(query, n)
-            got = [(hit.chunk.id, hit.score) for hit in store.fuzzy(collection, query, n)]
-            assert got == expected, (query, n)
-        allowed = {cid for cid, (_, group) in corpus.chunks.items() if group == "blue"}
-        expected = reference.search(query, 10, allowed_ids=allowed)
-        hits = store.fuzzy(collection, query, 10, {"group": "blue"})
-        assert [(h.chunk.id, h.score) for h in hits] == expected, query
+        assert_leg_matches(store.fuzzy, reference, collection, corpus, query)
 
 
 def test_hybrid_with_concurrent_legs_equals_legs_in_turn(
