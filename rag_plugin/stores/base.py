@@ -34,6 +34,7 @@ __all__ = [
     "QueryCorrection",
     "ScoredChunk",
     "Store",
+    "check_distinct_sources",
     "validate_collection_name",
 ]
 
@@ -42,6 +43,21 @@ Filters = Mapping[str, str | int | float | bool]
 
 _COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_COLLECTION_NAME_LENGTH = 63
+
+
+def check_distinct_sources(documents: Sequence[tuple[DocumentInput, object]]) -> None:
+    """Raise ``InvalidInputError`` if two documents of one write share a non-empty source:
+    which of them would the collection keep?"""
+    seen: dict[str, int] = {}
+    for position, (document, _) in enumerate(documents):
+        if not document.source:
+            continue
+        if document.source in seen:
+            raise InvalidInputError(
+                f"documents {seen[document.source]} and {position} have the same source "
+                f"{document.source!r}; a collection holds one document per source."
+            )
+        seen[document.source] = position
 
 
 def validate_collection_name(name: str) -> str:
@@ -177,7 +193,6 @@ class Store(ABC):
 
     # -- documents ---------------------------------------------------------------------
 
-    @abstractmethod
     def upsert_document(
         self,
         collection: CollectionInfo,
@@ -189,6 +204,20 @@ class Store(ABC):
         A non-empty ``document.source`` that already exists in the collection is replaced:
         the document keeps its id, its old chunks and their lexical postings are removed.
         Raises ``DimensionMismatchError`` for a vector of the wrong size.
+        """
+        return self.upsert_documents(collection, [(document, chunks)])[0]
+
+    @abstractmethod
+    def upsert_documents(
+        self,
+        collection: CollectionInfo,
+        documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
+    ) -> list[DocumentRecord]:
+        """Store several documents with their chunks in one step: all of them or none.
+
+        Each is stored as :meth:`upsert_document` stores one; the records come back in input
+        order. Two documents with the same non-empty ``source`` raise ``InvalidInputError``
+        (see :func:`check_distinct_sources`) before anything changes.
         """
 
     @abstractmethod

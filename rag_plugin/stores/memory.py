@@ -39,9 +39,10 @@ from rag_plugin.stores.base import (
     QueryCorrection,
     ScoredChunk,
     Store,
+    check_distinct_sources,
     validate_collection_name,
 )
-from rag_plugin.stores.memory_collection import MemoryCollection, to_vector
+from rag_plugin.stores.memory_collection import MemoryCollection, Vector, to_vector
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = ["FILE_NAME", "MemoryStore"]
@@ -129,66 +130,90 @@ class MemoryStore(Store):
 
     # -- documents ---------------------------------------------------------------------
 
-    def upsert_document(
+    def upsert_documents(
         self,
         collection: CollectionInfo,
-        document: DocumentInput,
-        chunks: Sequence[ChunkInput],
-    ) -> DocumentRecord:
-        """Store a document and its chunks in one step, replacing one with the same source."""
+        documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
+    ) -> list[DocumentRecord]:
+        """Store documents and their chunks in one step, replacing those with the same source.
+
+        Everything is validated before the first change, so one bad chunk changes nothing.
+        """
         with self._lock:
             target = self._resolve(collection)
-            # Validate everything before the first change, so a bad chunk changes nothing.
-            vectors = [to_vector(chunk.embedding, target.info.dimensions) for chunk in chunks]
-            indexes = [chunk.index for chunk in chunks]
-            if len(set(indexes)) != len(indexes):
-                raise InvalidInputError(f"Chunk indexes must be unique, got {sorted(indexes)}.")
-            tags = [str(tag) for tag in document.tags]
-            doc_metadata = _json_copy(document.metadata, "document metadata")
-            own_metadata = [_json_copy(chunk.metadata, "chunk metadata") for chunk in chunks]
-
-            existing = target.document_for_source(document.source)
-            if existing is not None:
-                target.remove_document(existing)
-            document_id = existing or uuid.uuid4().hex
+            check_distinct_sources(documents)
+            checked = [self._checked(target, document, chunks) for document, chunks in documents]
             created_at = datetime.now(UTC)
-            record = DocumentRecord(
-                id=document_id,
-                collection=target.info.name,
-                source=document.source,
-                title=document.title,
-                tags=tuple(tags),
-                content_hash=document.content_hash,
-                created_at=created_at,
-                chunk_count=len(chunks),
-                metadata=doc_metadata,
-            )
-            # The store's own keys come last, so a filter on source or title always means
-            # the document's, whatever a chunk's metadata says.
-            fields = {
-                "title": document.title,
-                "source": document.source,
-                "created_at": created_at.isoformat(),
-            }
-            stored = [
-                (
-                    ChunkRecord(
-                        id=f"{document_id}_{chunk.index}",
-                        document_id=document_id,
-                        index=chunk.index,
-                        content=chunk.content,
-                        start_offset=chunk.start_offset,
-                        end_offset=chunk.end_offset,
-                        metadata={**doc_metadata, **metadata, **fields, "tags": list(tags)},
-                    ),
-                    vector,
-                )
-                for chunk, vector, metadata in zip(chunks, vectors, own_metadata, strict=True)
-            ]
-            self._sequence += 1
-            target.add_document(record, stored, self._sequence)
+            records = [self._put(target, created_at, *item) for item in checked]
             self._changed()
-            return record
+            return records
+
+    @staticmethod
+    def _checked(
+        target: MemoryCollection, document: DocumentInput, chunks: Sequence[ChunkInput]
+    ) -> tuple[DocumentInput, Sequence[ChunkInput], list[Vector], list[dict[str, Any]]]:
+        """The document with its chunks' vectors and metadata validated (raises, changes
+        nothing)."""
+        vectors = [to_vector(chunk.embedding, target.info.dimensions) for chunk in chunks]
+        indexes = [chunk.index for chunk in chunks]
+        if len(set(indexes)) != len(indexes):
+            raise InvalidInputError(f"Chunk indexes must be unique, got {sorted(indexes)}.")
+        _json_copy(document.metadata, "document metadata")
+        own_metadata = [_json_copy(chunk.metadata, "chunk metadata") for chunk in chunks]
+        return document, chunks, vectors, own_metadata
+
+    def _put(
+        self,
+        target: MemoryCollection,
+        created_at: datetime,
+        document: DocumentInput,
+        chunks: Sequence[ChunkInput],
+        vectors: list[Vector],
+        own_metadata: list[dict[str, Any]],
+    ) -> DocumentRecord:
+        """Store one checked document, replacing the one with its source."""
+        tags = [str(tag) for tag in document.tags]
+        doc_metadata = _json_copy(document.metadata, "document metadata")
+        existing = target.document_for_source(document.source)
+        if existing is not None:
+            target.remove_document(existing)
+        document_id = existing or uuid.uuid4().hex
+        record = DocumentRecord(
+            id=document_id,
+            collection=target.info.name,
+            source=document.source,
+            title=document.title,
+            tags=tuple(tags),
+            content_hash=document.content_hash,
+            created_at=created_at,
+            chunk_count=len(chunks),
+            metadata=doc_metadata,
+        )
+        # The store's own keys come last, so a filter on source or title always means the
+        # document's, whatever a chunk's metadata says.
+        fields = {
+            "title": document.title,
+            "source": document.source,
+            "created_at": created_at.isoformat(),
+        }
+        stored = [
+            (
+                ChunkRecord(
+                    id=f"{document_id}_{chunk.index}",
+                    document_id=document_id,
+                    index=chunk.index,
+                    content=chunk.content,
+                    start_offset=chunk.start_offset,
+                    end_offset=chunk.end_offset,
+                    metadata={**doc_metadata, **metadata, **fields, "tags": list(tags)},
+                ),
+                vector,
+            )
+            for chunk, vector, metadata in zip(chunks, vectors, own_metadata, strict=True)
+        ]
+        self._sequence += 1
+        target.add_document(record, stored, self._sequence)
+        return record
 
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""

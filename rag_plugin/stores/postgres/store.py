@@ -43,6 +43,7 @@ from rag_plugin.stores.base import (
     QueryCorrection,
     ScoredChunk,
     Store,
+    check_distinct_sources,
     validate_collection_name,
 )
 from rag_plugin.stores.postgres import correction, lexical, writes
@@ -84,6 +85,10 @@ _DOCUMENT_BY_SOURCE = (
     "SELECT {document_columns} FROM {documents} d"
     " WHERE d.collection_id = {owned_collection} AND d.source = %s AND d.source <> ''"
 )
+_DOCUMENTS_BY_SOURCES = (
+    "SELECT {document_columns} FROM {documents} d"
+    " WHERE d.collection_id = {owned_collection} AND d.source = ANY(%s) AND d.source <> ''"
+)
 _DOCUMENTS_NEWEST_FIRST = (
     "SELECT {document_columns} FROM {documents} d WHERE d.collection_id = {owned_collection}"
     " ORDER BY d.seq DESC LIMIT %s OFFSET %s"
@@ -92,10 +97,10 @@ _CHUNKS_BY_ID = (
     "SELECT {chunk_columns} FROM {chunks} c"
     " WHERE c.collection_id = {owned_collection} AND c.document_id = %s ORDER BY c.idx"
 )
-_CHUNKS_BY_SOURCE = (
+_CHUNKS_BY_SOURCES = (
     "SELECT {chunk_columns} FROM {documents} d JOIN {chunks} c ON c.document_id = d.id"
-    " WHERE d.collection_id = {owned_collection} AND d.source = %s AND d.source <> ''"
-    " ORDER BY c.idx"
+    " WHERE d.collection_id = {owned_collection} AND d.source = ANY(%s) AND d.source <> ''"
+    " ORDER BY c.document_id, c.idx"
 )
 
 
@@ -238,30 +243,37 @@ class PostgresStore(Store):
 
     # -- documents ---------------------------------------------------------------------
 
-    def upsert_document(
+    def upsert_documents(
         self,
         collection: CollectionInfo,
-        document: DocumentInput,
-        chunks: Sequence[ChunkInput],
-    ) -> DocumentRecord:
-        """Store a document and its chunks in one transaction, replacing one with its source.
+        documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
+    ) -> list[DocumentRecord]:
+        """Store documents with their chunks in one transaction, replacing those whose source
+        is stored.
 
-        Two round trips: the collection lock with the replaced document's lookup, then every
-        write and the commit in one pipeline batch.
+        Three round trips however many documents: the collection lock with the replaced
+        documents' lookup, then every write in one pipeline batch (one statement per table),
+        then the commit.
         """
         validate_collection_name(collection.name)
-        prepared = writes.prepare_document(collection, document, chunks)
+        check_distinct_sources(documents)
+        prepared = [writes.prepare_document(collection, d, chunks) for d, chunks in documents]
         with self._db.transaction(pipeline=True) as conn:
-            row, existing = writes.lock_for_write(
-                conn, self._tables, collection, source=document.source
+            row, stored = writes.lock_for_sources(
+                conn, self._tables, collection, [document.source for document, _ in documents]
             )
             if (row.info.dimensions, row.info.analyzer) != (
                 collection.dimensions,
                 collection.analyzer,
             ):
                 # The collection was recreated with other settings since the caller read it.
-                prepared = writes.prepare_document(row.info, document, chunks)
-            return writes.write_document(conn, self._tables, row, existing, prepared)
+                prepared = [writes.prepare_document(row.info, d, c) for d, c in documents]
+            return writes.write_documents(
+                conn,
+                self._tables,
+                row,
+                [(stored.get(p.document.source), p) for p in prepared],
+            )
 
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
@@ -294,15 +306,31 @@ class PostgresStore(Store):
         What an ingest reads before it decides whether the source changed
         (:class:`~rag_plugin.ingest.StoredSource`): three lookups for the price of one.
         """
+        info, found = self.find_sources(name, owner=owner, sources=[source])
+        document, chunks = found.get(source, (None, []))
+        return info, document, chunks
+
+    def find_sources(
+        self, name: str, *, owner: str | None = None, sources: Sequence[str]
+    ) -> tuple[CollectionInfo, dict[str, tuple[DocumentRecord, list[ChunkRecord]]]]:
+        """The owner's collection and, for each of ``sources`` stored in it, the document and
+        its chunks in index order, in one round trip; raise ``CollectionNotFoundError`` if
+        the collection is absent. Empty and absent sources are missing from the map.
+        """
         wanted = CollectionInfo(name, owner, 1, "")
-        if not source:
-            return self._read(wanted)[0].info, None, []
-        row, (found, chunks) = self._read(
-            wanted, (_DOCUMENT_BY_SOURCE, (source,)), (_CHUNKS_BY_SOURCE, (source,))
+        asked = sorted({source for source in sources if source})
+        if not asked:
+            return self._read(wanted)[0].info, {}
+        row, (documents, chunks) = self._read(
+            wanted, (_DOCUMENTS_BY_SOURCES, (asked,)), (_CHUNKS_BY_SOURCES, (asked,))
         )
-        if not found:
-            return row.info, None, []
-        return row.info, document_record(name, found[0]), [chunk_record(r) for r in chunks]
+        by_document: dict[str, list[ChunkRecord]] = {}
+        for chunk in map(chunk_record, chunks):
+            by_document.setdefault(chunk.document_id, []).append(chunk)
+        found = {}
+        for record in (document_record(name, r) for r in documents):
+            found[record.source] = (record, by_document.get(record.id, []))
+        return row.info, found
 
     def list_documents(
         self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0

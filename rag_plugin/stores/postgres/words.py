@@ -10,7 +10,7 @@ under the "C" collation and its notion of whitespace differ from Python's.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import psycopg
@@ -35,19 +35,21 @@ def insert_words(
     conn: psycopg.Connection[Any],
     tables: Tables,
     collection_id: int,
-    document_id: str,
-    words_by_index: Mapping[int, Iterable[str]],
+    chunks: Iterable[tuple[str, int, Iterable[str]]],
 ) -> None:
-    """Add the word postings of a document's new chunks (by chunk index) and raise the df.
+    """Add the word postings of new chunks, given as (document id, chunk index, words), and
+    raise the df.
 
     The chunk ids come from a join on (document, index), so nothing is read back and the
     statements can share a pipeline batch with the chunks' insert.
     """
+    documents: list[str] = []
     indexes: list[int] = []
     words: list[str] = []
     document_frequency: Counter[str] = Counter()
-    for index, chunk_vocabulary in words_by_index.items():
+    for document_id, index, chunk_vocabulary in chunks:
         for word in chunk_vocabulary:
+            documents.append(document_id)
             indexes.append(index)
             words.append(word)
             document_frequency[word] += 1
@@ -57,10 +59,10 @@ def insert_words(
         tables(
             "INSERT INTO {words} (collection_id, word, chunk_id)"
             " SELECT c.collection_id, u.word, c.id"
-            " FROM unnest(%b::integer[], %b::text[]) AS u(idx, word)"
-            " JOIN {chunks} c ON c.document_id = %s AND c.idx = u.idx"
+            " FROM unnest(%b::text[], %b::integer[], %b::text[]) AS u(doc, idx, word)"
+            " JOIN {chunks} c ON c.document_id = u.doc AND c.idx = u.idx"
         ),
-        (indexes, words, document_id),
+        (documents, indexes, words),
     )
     vocabulary = sorted(document_frequency)
     conn.execute(

@@ -50,9 +50,10 @@ __all__ = [
     "delete_collection",
     "delete_document",
     "lock_collection",
+    "lock_for_sources",
     "lock_for_write",
     "prepare_document",
-    "write_document",
+    "write_documents",
 ]
 
 
@@ -147,39 +148,48 @@ def lock_collection(
 # It joins the collection by name and owner, so it can be sent with the lock, before the
 # collection id is known; it runs after the lock is granted, so it sees every committed write.
 _STORED = (
-    "SELECT d.id, s.chunks, s.length FROM {documents} d"
+    "SELECT d.id, s.chunks, s.length, d.source FROM {documents} d"
     " JOIN {collections} k ON k.id = d.collection_id,"
     " LATERAL (SELECT count(*), coalesce(sum(c.token_count), 0) FROM {chunks} c"
     "  WHERE c.document_id = d.id) AS s(chunks, length)"
     " WHERE k.name = %s AND k.owner IS NOT DISTINCT FROM %s AND "
 )
 # The partial unique index on (collection_id, source) needs the ``<> ''`` predicate.
-_STORED_BY_SOURCE = _STORED + "d.source = %s AND d.source <> ''"
+_STORED_BY_SOURCES = _STORED + "d.source = ANY(%s) AND d.source <> ''"
 _STORED_BY_ID = _STORED + "d.id = %s"
 
 
 def lock_for_write(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    info: CollectionInfo,
-    *,
-    source: str = "",
-    document_id: str = "",
+    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, *, document_id: str
 ) -> tuple[CollectionRow, StoredDocument | None]:
-    """Lock the collection and find the document with ``source`` or ``document_id``, in one
-    round trip; the document is None when absent (or when neither is given)."""
+    """Lock the collection and find the document ``document_id``, in one round trip; the
+    document is None when absent."""
     locked = conn.execute(tables(_LOCK), (info.name, info.owner))
-    found = None
-    if source or document_id:
-        found = conn.execute(
-            tables(_STORED_BY_SOURCE if source else _STORED_BY_ID),
-            (info.name, info.owner, source or document_id),
-        )
+    found = conn.execute(tables(_STORED_BY_ID), (info.name, info.owner, document_id))
     row = _locked_row(locked, info)
-    stored = found.fetchone() if found is not None else None
-    if stored is None:
-        return row, None
-    return row, StoredDocument(str(stored[0]), int(stored[1]), int(stored[2]))
+    stored = found.fetchone()
+    return row, (_stored(stored) if stored is not None else None)
+
+
+def lock_for_sources(
+    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, sources: Sequence[str]
+) -> tuple[CollectionRow, dict[str, StoredDocument]]:
+    """Lock the collection and find the documents stored under ``sources`` (empty ones are
+    never stored under), in one round trip; absent sources are missing from the map."""
+    locked = conn.execute(tables(_LOCK), (info.name, info.owner))
+    wanted = sorted({source for source in sources if source})
+    found = (
+        conn.execute(tables(_STORED_BY_SOURCES), (info.name, info.owner, wanted))
+        if wanted
+        else None
+    )
+    row = _locked_row(locked, info)
+    stored = found.fetchall() if found is not None else []
+    return row, {str(r[3]): _stored(r) for r in stored}
+
+
+def _stored(row: Sequence[Any]) -> StoredDocument:
+    return StoredDocument(str(row[0]), int(row[1]), int(row[2]))
 
 
 def _remove_chunks(
@@ -231,132 +241,142 @@ def _add_statistics(
     )
 
 
-def write_document(
+def write_documents(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    existing: StoredDocument | None,
-    prepared: PreparedDocument,
-) -> DocumentRecord:
-    """Insert one document in a locked collection, or replace ``existing`` (same source).
+    documents: Sequence[tuple[StoredDocument | None, PreparedDocument]],
+) -> list[DocumentRecord]:
+    """Insert documents in a locked collection, each new or replacing the stored one (same
+    source); return their records in input order.
 
-    Reads nothing back, so in pipeline mode every statement goes out in one batch.
+    Reads nothing back, so in pipeline mode every statement goes out in one batch, and a
+    batch of documents costs one statement per table (plus the removal of replaced ones'
+    chunks), not one per document.
     """
-    document = prepared.document
-    if existing is not None:
-        document_id = existing.id
-        _remove_chunks(conn, tables, row.id, document_id)
-    else:
-        document_id = uuid.uuid4().hex
     created_at = datetime.now(UTC)
-    values = {
-        "id": document_id,
-        "coll": row.id,
-        "source": document.source,
-        "title": document.title,
-        "tags": prepared.tags,
-        "metadata": json.dumps(prepared.metadata),
-        "hash": document.content_hash,
-        "created": created_at,
-        "chunks": len(prepared.chunks),
-    }
-    if existing is not None:
-        # The replaced document keeps its id and becomes the newest (a new seq).
-        conn.execute(
-            tables(
-                "UPDATE {documents} SET title = %(title)s, tags = %(tags)s,"
-                " metadata = %(metadata)s::jsonb, content_hash = %(hash)s,"
-                " created_at = %(created)s, chunk_count = %(chunks)s, seq = DEFAULT"
-                " WHERE id = %(id)s"
-            ),
-            values,
-        )
-    else:
-        conn.execute(
-            tables(
-                "INSERT INTO {documents} (id, collection_id, source, title, tags, metadata,"
-                " content_hash, created_at, chunk_count) VALUES (%(id)s, %(coll)s, %(source)s,"
-                " %(title)s, %(tags)s, %(metadata)s::jsonb, %(hash)s, %(created)s, %(chunks)s)"
-            ),
-            values,
-        )
-    added_length = _insert_chunks(conn, tables, row, document_id, created_at, prepared)
+    placed: list[tuple[str, PreparedDocument]] = []
+    for existing, prepared in documents:
+        if existing is not None:
+            _remove_chunks(conn, tables, row.id, existing.id)
+        placed.append((existing.id if existing else uuid.uuid4().hex, prepared))
+    # One statement for new and replaced documents alike, in input order: each row takes
+    # the next seq (newest first), and a replaced document keeps its id and takes the new seq.
+    conn.execute(
+        tables(
+            "INSERT INTO {documents} AS d (id, collection_id, source, title, tags, metadata,"
+            " content_hash, created_at, chunk_count)"
+            " SELECT u.id, %s, u.source, u.title,"
+            " ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb,"
+            " u.hash, %s, u.chunks"
+            " FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[],"
+            " %b::text[], %b::integer[]) WITH ORDINALITY"
+            " AS u(id, source, title, tags, metadata, hash, chunks, position)"
+            " ORDER BY u.position"
+            " ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, tags = EXCLUDED.tags,"
+            " metadata = EXCLUDED.metadata, content_hash = EXCLUDED.content_hash,"
+            " created_at = EXCLUDED.created_at, chunk_count = EXCLUDED.chunk_count,"
+            " seq = EXCLUDED.seq"
+        ),
+        (
+            row.id,
+            created_at,
+            [document_id for document_id, _ in placed],
+            [p.document.source for _, p in placed],
+            [p.document.title for _, p in placed],
+            [json.dumps(p.tags) for _, p in placed],
+            [json.dumps(p.metadata) for _, p in placed],
+            [p.document.content_hash for _, p in placed],
+            [len(p.chunks) for _, p in placed],
+        ),
+    )
+    replaced = [existing for existing, _ in documents if existing is not None]
+    added_length = _insert_chunks(conn, tables, row, created_at, placed)
     _add_statistics(
         conn,
         tables,
         row.id,
-        documents=0 if existing is not None else 1,
-        chunks=len(prepared.chunks) - (existing.chunks if existing else 0),
-        length=added_length - (existing.length if existing else 0),
+        documents=len(placed) - len(replaced),
+        chunks=sum(len(p.chunks) for _, p in placed) - sum(e.chunks for e in replaced),
+        length=added_length - sum(e.length for e in replaced),
     )
-    return DocumentRecord(
-        id=document_id,
-        collection=row.info.name,
-        source=document.source,
-        title=document.title,
-        tags=tuple(prepared.tags),
-        content_hash=document.content_hash,
-        created_at=created_at,
-        chunk_count=len(prepared.chunks),
-        metadata=prepared.metadata,
-    )
+    return [
+        DocumentRecord(
+            id=document_id,
+            collection=row.info.name,
+            source=prepared.document.source,
+            title=prepared.document.title,
+            tags=tuple(prepared.tags),
+            content_hash=prepared.document.content_hash,
+            created_at=created_at,
+            chunk_count=len(prepared.chunks),
+            metadata=prepared.metadata,
+        )
+        for document_id, prepared in placed
+    ]
 
 
 def _insert_chunks(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    document_id: str,
     created_at: datetime,
-    prepared: PreparedDocument,
+    documents: Sequence[tuple[str, PreparedDocument]],
 ) -> int:
-    """Insert the chunks, their postings and df increments; return Σdl of the new chunks."""
-    if not prepared.chunks:
+    """Insert the documents' chunks, their postings and df increments; return their Σdl."""
+    items = [
+        (document_id, prepared, item)
+        for document_id, prepared in documents
+        for item in prepared.chunks
+    ]
+    if not items:
         return 0
-    document = prepared.document
-    # The store's own keys win, so a filter on source or title always means the document's.
-    base = {
-        "title": document.title,
-        "source": document.source,
-        "created_at": created_at.isoformat(),
-        "tags": prepared.tags,
-    }
-    items = prepared.chunks
+    created = created_at.isoformat()
+    metadata = []
+    for _, prepared, item in items:
+        # The store's own keys win, so a filter on source or title always means the document's.
+        base = {
+            "title": prepared.document.title,
+            "source": prepared.document.source,
+            "created_at": created,
+            "tags": prepared.tags,
+        }
+        metadata.append(json.dumps({**prepared.metadata, **item.metadata, **base}))
     conn.execute(
         tables(
             "INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key, content,"
             " start_offset, end_offset, metadata, token_count, dimensions, metric, embedding)"
-            " SELECT %(coll)s, %(doc)s, u.idx, %(doc)s || '_' || u.idx, u.content, u.start_at,"
+            " SELECT %(coll)s, u.doc, u.idx, u.doc || '_' || u.idx, u.content, u.start_at,"
             " u.end_at, u.metadata::jsonb, u.length, %(dims)s, %(metric)s, u.embedding::vector"
-            " FROM unnest(%(idx)b::integer[], %(content)b::text[], %(start)b::integer[],"
-            " %(end)b::integer[], %(metadata)b::text[], %(length)b::integer[],"
-            " %(embedding)b::text[])"
-            " AS u(idx, content, start_at, end_at, metadata, length, embedding)"
+            " FROM unnest(%(doc)b::text[], %(idx)b::integer[], %(content)b::text[],"
+            " %(start)b::integer[], %(end)b::integer[], %(metadata)b::text[],"
+            " %(length)b::integer[], %(embedding)b::text[])"
+            " AS u(doc, idx, content, start_at, end_at, metadata, length, embedding)"
         ),
         {
             "coll": row.id,
-            "doc": document_id,
             "dims": row.info.dimensions,
             "metric": row.info.metric.value,
-            "idx": [item.chunk.index for item in items],
-            "content": [item.chunk.content for item in items],
-            "start": [item.chunk.start_offset for item in items],
-            "end": [item.chunk.end_offset for item in items],
-            "metadata": [
-                json.dumps({**prepared.metadata, **item.metadata, **base}) for item in items
-            ],
-            "length": [item.length for item in items],
-            "embedding": [item.vector for item in items],
+            "doc": [document_id for document_id, _, _ in items],
+            "idx": [item.chunk.index for _, _, item in items],
+            "content": [item.chunk.content for _, _, item in items],
+            "start": [item.chunk.start_offset for _, _, item in items],
+            "end": [item.chunk.end_offset for _, _, item in items],
+            "metadata": metadata,
+            "length": [item.length for _, _, item in items],
+            "embedding": [item.vector for _, _, item in items],
         },
     )
     # Postings before the vocabulary: the crash test holds the vocabulary to stop a write
     # half-way, after its postings.
+    documents_column: list[str] = []
     indexes: list[int] = []
     terms: list[str] = []
     frequencies: list[int] = []
     document_frequency: Counter[str] = Counter()
-    for item in items:
+    for document_id, _, item in items:
         for term, tf in item.term_frequencies.items():
+            documents_column.append(document_id)
             indexes.append(item.chunk.index)
             terms.append(term)
             frequencies.append(tf)
@@ -366,10 +386,11 @@ def _insert_chunks(
             tables(
                 "INSERT INTO {postings} (collection_id, term, chunk_id, tf, dl)"
                 " SELECT c.collection_id, u.term, c.id, u.tf, c.token_count"
-                " FROM unnest(%b::integer[], %b::text[], %b::integer[]) AS u(idx, term, tf)"
-                " JOIN {chunks} c ON c.document_id = %s AND c.idx = u.idx"
+                " FROM unnest(%b::text[], %b::integer[], %b::text[], %b::integer[])"
+                " AS u(doc, idx, term, tf)"
+                " JOIN {chunks} c ON c.document_id = u.doc AND c.idx = u.idx"
             ),
-            (indexes, terms, frequencies, document_id),
+            (documents_column, indexes, terms, frequencies),
         )
         vocabulary = sorted(document_frequency)
         conn.execute(
@@ -381,9 +402,12 @@ def _insert_chunks(
             (row.id, vocabulary, [document_frequency[t] for t in vocabulary]),
         )
     insert_words(
-        conn, tables, row.id, document_id, {item.chunk.index: item.words for item in items}
+        conn,
+        tables,
+        row.id,
+        [(document_id, item.chunk.index, item.words) for document_id, _, item in items],
     )
-    return sum(item.length for item in items)
+    return sum(item.length for _, _, item in items)
 
 
 def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow) -> int:

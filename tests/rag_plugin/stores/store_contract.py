@@ -322,6 +322,77 @@ class StoreContract(CorrectionContract):
         for old in embedder.embed(old_texts):
             assert ids(store.dense(collection, old, 10)) == [f"{first}_0"]
 
+    def test_upsert_documents_stores_a_batch_in_input_order_replacing_by_source(
+        self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
+    ) -> None:
+        kept = self.add(store, collection, embedder, ["obsolete zebra words"], source="a.md")
+        batch = [
+            (["brand new giraffe"], DocumentInput(source="b.md", title="B", tags=("t",))),
+            (["fresh lion text", "second lion chunk"], DocumentInput(source="a.md", title="A")),
+            (["no source giraffe"], DocumentInput()),
+        ]
+        records = store.upsert_documents(
+            collection,
+            [(d, chunk_inputs(t, embedder.embed(t))[1]) for t, d in batch],
+        )
+        assert [(r.source, r.title, r.tags, r.chunk_count) for r in records] == [
+            ("b.md", "B", ("t",), 1),
+            ("a.md", "A", (), 2),
+            ("", "", (), 1),
+        ]
+        assert records[1].id == kept
+        assert len({r.id for r in records}) == 3
+        assert [store.get_document(collection, r.id) for r in records] == records
+        info = store.get_collection("docs")
+        assert (info.document_count, info.chunk_count) == (3, 4)
+        # Newest first: the batch's last document is the newest.
+        assert [d.id for d in store.list_documents(collection)] == [r.id for r in reversed(records)]
+        assert store.bm25(collection, "zebra", 10) == []
+        reference = Bm25Index(analyzer=get_analyzer(collection.analyzer))
+        for record, (texts, _) in zip(records, batch, strict=True):
+            for index, text in enumerate(texts):
+                reference.add_document(f"{record.id}_{index}", text)
+        for query in ("giraffe", "lion chunk", "fresh giraffe text"):
+            expected = reference.search(query, 10)
+            hits = store.bm25(collection, query, 10)
+            assert ids(hits) == [chunk_id for chunk_id, _ in expected]
+            assert [h.score for h in hits] == pytest.approx(
+                [score for _, score in expected], abs=LEXICAL_TOLERANCE
+            )
+
+    def test_upsert_documents_with_one_bad_chunk_stores_nothing(
+        self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
+    ) -> None:
+        kept = self.add(store, collection, embedder, ["stored zebra words"], source="a.md")
+        _, good = chunk_inputs(["good new text"], embedder.embed(["good new text"]))
+        _, bad = chunk_inputs(["bad chunk"], [[1.0]])
+        with pytest.raises(DimensionMismatchError, match="expected 16 dimensions, got 1"):
+            store.upsert_documents(
+                collection, [(DocumentInput(source="a.md"), good), (DocumentInput(), bad)]
+            )
+        info = store.get_collection("docs")
+        assert (info.document_count, info.chunk_count) == (1, 1)
+        assert [c.content for c in store.document_chunks(collection, kept)] == [
+            "stored zebra words"
+        ]
+        assert store.bm25(collection, "good", 10) == []
+
+    def test_upsert_documents_rejects_two_documents_with_one_source(
+        self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
+    ) -> None:
+        _, chunks = chunk_inputs(["some text"], embedder.embed(["some text"]))
+        with pytest.raises(InvalidInputError, match="documents 0 and 2 have the same source 'x'"):
+            store.upsert_documents(
+                collection,
+                [
+                    (DocumentInput(source="x"), chunks),
+                    (DocumentInput(source="y"), chunks),
+                    (DocumentInput(source="x"), chunks),
+                ],
+            )
+        assert store.get_collection("docs").document_count == 0
+        assert store.upsert_documents(collection, []) == []
+
     def test_find_document_by_source(
         self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
     ) -> None:

@@ -82,6 +82,28 @@ def test_a_document_write_is_three_round_trips_new_or_replaced(
     assert statistics_mismatches(dsn, pg_schema, "docs", owner="u") == []
 
 
+def test_a_batch_of_documents_is_three_round_trips_whatever_its_size(
+    conn: psycopg.Connection[Any],
+    store: PostgresStore,
+    collection: CollectionInfo,
+    dsn: str,
+    pg_schema: str,
+) -> None:
+    def batch(count: int) -> None:
+        documents = []
+        for number in range(count):
+            texts = [f"{text} doc{number}" for text in TEXTS[: 1 + number % 3]]
+            chunks = chunk_inputs(texts, EMBEDDER.embed(texts))[1]
+            documents.append((DocumentInput(source=f"{number}.txt"), chunks))
+        store.upsert_documents(collection, documents)
+
+    assert round_trips(conn, lambda: batch(2)) == 3
+    # Twenty documents, two of them replacing the first batch's.
+    assert round_trips(conn, lambda: batch(20)) == 3
+    assert store.get_collection("docs", owner="u").document_count == 20
+    assert statistics_mismatches(dsn, pg_schema, "docs", owner="u") == []
+
+
 def test_reads_and_cache_calls_are_one_round_trip_each(
     conn: psycopg.Connection[Any], store: PostgresStore, collection: CollectionInfo, pg_schema: str
 ) -> None:
