@@ -23,7 +23,7 @@ from rag_plugin.embedding.dedup import DedupPlan, normalize_for_dedup
 from rag_plugin.exceptions import EmbeddingError, InvalidInputError, InvalidVectorError, RagError
 from rag_plugin.vectors import normalize_embedding, validate_embedding
 
-__all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderStats"]
+__all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderStats", "length_batches"]
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -43,6 +43,22 @@ class EmbedderStats:
     texts_embedded: int = 0
     cache_hits: int = 0
     batches: int = 0
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Split positions ``0..len(lengths)-1`` into batches of at most ``batch_size`` texts of
+    similar length, each batch in position order.
+
+    A transformer pads every text of a batch to the batch's longest, so batches of mixed
+    lengths waste much of their work on padding; batches cut from the texts sorted by length
+    do not. Position order inside a batch keeps what a backend sees predictable (SPEC E2's
+    worked example: one batch, first occurrences in order).
+    """
+    by_length = sorted(range(len(lengths)), key=lambda position: lengths[position])
+    return [
+        sorted(by_length[start : start + batch_size])
+        for start in range(0, len(by_length), batch_size)
+    ]
 
 
 class Embedder(ABC):
@@ -106,9 +122,10 @@ class Embedder(ABC):
         unique: list[list[float] | None] = self._cached_vectors(model, plan.hashes)
         hits = sum(vector is not None for vector in unique)
         missing = [slot for slot, vector in enumerate(unique) if vector is None]
+        lengths = [len(items[plan.unique_indices[slot]]) for slot in missing]
         batches = 0
-        for start in range(0, len(missing), self.batch_size):
-            slots = missing[start : start + self.batch_size]
+        for positions in length_batches(lengths, self.batch_size):
+            slots = [missing[position] for position in positions]
             batch = [normalize_for_dedup(items[plan.unique_indices[slot]]) for slot in slots]
             fresh = self._embed_checked(model, batch)
             batches += 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag_plugin.embedding.base import DEFAULT_BATCH_SIZE, Embedder
+from rag_plugin.embedding.base import Embedder
 from rag_plugin.embedding.cache import EmbeddingCache
 from rag_plugin.embedding.model_files import (
     BUNDLED_MODEL,
@@ -112,6 +112,12 @@ def load_model(
         return loaded
 
 
+CPU_BATCH_SIZE = 8
+"""Texts per model call. On a CPU small batches win: 97 SciFact chunks of ≈ 200 words, sent
+shortest first, took 5.2–6.0 s in batches of 8 against 7.1–7.3 s in batches of 32 (2 cores;
+the time to pad and attend grows faster than the batch)."""
+
+
 class FastEmbedEmbedder(Embedder):
     """Embeds with a fastembed ONNX model on the CPU; the model loads on first use.
 
@@ -129,7 +135,7 @@ class FastEmbedEmbedder(Embedder):
         cache_dir: str | os.PathLike[str] | None = None,
         model_dir: str | os.PathLike[str] | None = None,
         cache: EmbeddingCache | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int = CPU_BATCH_SIZE,
         threads: int | None = None,
     ) -> None:
         super().__init__(cache=cache, batch_size=batch_size)

@@ -233,15 +233,16 @@ def test_damaged_cache_entry_is_re_embedded() -> None:
 
 def test_failed_batch_keeps_earlier_batches_in_cache() -> None:
     def vector_for(text: str) -> list[float]:
-        if text == "bad":
+        if text == "bad text":
             raise RuntimeError("model failed")
         return [1.0, 0.0]
 
     cache = InMemoryEmbeddingCache()
     embedder = ScriptedEmbedder(vector_for, cache=cache, batch_size=1)
 
+    # Batches go shortest first (then in input order), so "good" is embedded first.
     with pytest.raises(EmbeddingError):
-        embedder.embed(["good", "bad"])
+        embedder.embed(["good", "bad text"])
     assert cache.get_many("scripted", [content_hash_hex("good")]) != {}
 
 
@@ -287,3 +288,14 @@ def test_stats_are_exact_under_concurrent_calls() -> None:
         calls=200, texts_requested=400, texts_embedded=200, cache_hits=0, batches=200
     )
     assert all(abs(unit(v) - 1.0) < 1e-12 for v in embedder.embed(["x", "y"]))
+
+
+def test_batches_group_texts_of_similar_length_each_in_input_order() -> None:
+    embedder = FakeEmbedder(dimensions=4, batch_size=2)
+    texts = ["a much longer text", "tiny", "mid size", "also tiny", "x"]
+
+    vectors = embedder.embed(texts)
+
+    # By length: x, tiny, mid size, also tiny, a much longer text; two per batch.
+    assert embedder.batches == [["tiny", "x"], ["mid size", "also tiny"], ["a much longer text"]]
+    assert vectors == [normalize_embedding(fake_vector(text, 4)) for text in texts]
