@@ -69,6 +69,7 @@ from rag_plugin.ingest import (
     StoredSource,
     get_or_create_collection,
     ingest_text,
+    ingest_texts,
 )
 from rag_plugin.lexical.analyzers import (
     Analyzer,
@@ -229,6 +230,7 @@ __all__ = [
     "get_analyzer",
     "get_or_create_collection",
     "ingest_text",
+    "ingest_texts",
     "levenshtein",
     "make_reranker",
     "normalize_embedding",

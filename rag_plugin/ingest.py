@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rag_plugin.chunking import TextChunker
+from rag_plugin.chunking import Chunk, TextChunker
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.embedding.dedup import content_hash_hex
 from rag_plugin.engine import check_embedder
@@ -22,6 +22,7 @@ from rag_plugin.stores.base import (
     DocumentInput,
     DocumentRecord,
     Store,
+    check_distinct_sources,
 )
 from rag_plugin.vectors import DistanceMetric
 
@@ -31,6 +32,7 @@ __all__ = [
     "StoredSource",
     "get_or_create_collection",
     "ingest_text",
+    "ingest_texts",
 ]
 
 DEFAULT_COLLECTION_ANALYZER = "english"
@@ -91,45 +93,112 @@ def ingest_text(
     without it the lookup is made here. The chunks of a new or replaced document are built
     from what was written, not read back.
     """
+    wanted = document or DocumentInput()
+    known = None
+    if stored is not None:
+        if stored.document is not None and stored.document.source != wanted.source:
+            raise InvalidInputError(
+                f"The stored document given is under source {stored.document.source!r}, "
+                f"not {wanted.source!r}; pass what is stored under the document's source."
+            )
+        known = {wanted.source: stored} if wanted.source else {}
+    return ingest_texts(
+        store, embedder, collection, [(text, document)], chunker=chunker, stored=known
+    )[0]
+
+
+def ingest_texts(
+    store: Store,
+    embedder: Embedder,
+    collection: CollectionInfo,
+    documents: Sequence[tuple[str, DocumentInput | None]],
+    *,
+    chunker: TextChunker | None = None,
+    stored: Mapping[str, StoredSource] | None = None,
+) -> list[IngestResult]:
+    """Ingest several texts as :func:`ingest_text` ingests one, all in one store write.
+
+    ``documents`` are (text, description) pairs; the results come back in their order. The
+    chunks of every changed document go to the embedder in one ``embed()`` call (one cache
+    lookup, dedup across documents) and to the store in one :meth:`Store.upsert_documents`
+    (one transaction: all the changed documents or none). Unchanged sources are skipped as in
+    :func:`ingest_text`. Bad input — a text that is not a str or too small to chunk, two
+    documents with one source — raises ``InvalidInputError`` naming ``documents[i]`` before
+    anything is embedded or written.
+
+    ``stored`` maps sources to what the collection holds under them, when the caller has
+    already read it; a source missing from it holds nothing. Without it each source is
+    looked up here.
+    """
     check_embedder(embedder, collection)
-    if not isinstance(text, str):
-        raise InvalidInputError(f"The content is a {type(text).__name__}, not a str.")
     chunker = chunker or TextChunker()
-    described = dataclasses.replace(
-        document or DocumentInput(),
-        content_hash=content_hash_hex(text),
-        metadata={**(document.metadata if document else {}), "chunking": _signature(chunker)},
-    )
-    if described.source:
-        if stored is None:
-            found = store.find_document(collection, source=described.source)
-            if found is not None and _same(found, described):
-                chunks = tuple(store.document_chunks(collection, found.id))
-                return IngestResult(found, chunks, unchanged=True)
-        elif stored.document is not None:
-            if stored.document.source != described.source:
-                raise InvalidInputError(
-                    f"The stored document given is under source {stored.document.source!r}, "
-                    f"not {described.source!r}; pass what is stored under the document's source."
-                )
-            if _same(stored.document, described):
-                return IngestResult(stored.document, stored.chunks, unchanged=True)
-    pieces = chunker.chunk(text)
-    if not pieces:
-        raise InvalidInputError("Content too small to chunk")
-    vectors = embedder.embed([piece.content for piece in pieces])
-    inputs = [
-        ChunkInput(
-            index=piece.index,
-            content=piece.content,
-            start_offset=piece.start_offset,
-            end_offset=piece.end_offset,
-            embedding=vector,
+    signature = _signature(chunker)
+    single = len(documents) == 1
+    described: list[DocumentInput] = []
+    for position, (text, document) in enumerate(documents):
+        if not isinstance(text, str):
+            where = "The content" if single else f"documents[{position}]: the content"
+            raise InvalidInputError(f"{where} is a {type(text).__name__}, not a str.")
+        described.append(
+            dataclasses.replace(
+                document or DocumentInput(),
+                content_hash=content_hash_hex(text),
+                metadata={**(document.metadata if document else {}), "chunking": signature},
+            )
         )
-        for piece, vector in zip(pieces, vectors, strict=True)
-    ]
-    record = store.upsert_document(collection, described, inputs)
-    return IngestResult(record, _stored_chunks(record, inputs))
+    check_distinct_sources([(wanted, None) for wanted in described])
+    results: list[IngestResult | None] = [None] * len(documents)
+    changed: list[tuple[int, DocumentInput, list[Chunk]]] = []
+    for position, wanted in enumerate(described):
+        found = _stored_under(store, collection, wanted.source, stored)
+        if found.document is not None and _same(found.document, wanted):
+            chunks = found.chunks
+            if stored is None:
+                chunks = tuple(store.document_chunks(collection, found.document.id))
+            results[position] = IngestResult(found.document, chunks, unchanged=True)
+            continue
+        pieces = chunker.chunk(documents[position][0])
+        if not pieces:
+            where = "" if single else f"documents[{position}]: "
+            raise InvalidInputError(f"{where}Content too small to chunk")
+        changed.append((position, wanted, pieces))
+    if changed:
+        vectors = iter(embedder.embed([p.content for _, _, pieces in changed for p in pieces]))
+        writes = [
+            (
+                wanted,
+                [
+                    ChunkInput(
+                        index=piece.index,
+                        content=piece.content,
+                        start_offset=piece.start_offset,
+                        end_offset=piece.end_offset,
+                        embedding=next(vectors),
+                    )
+                    for piece in pieces
+                ],
+            )
+            for _, wanted, pieces in changed
+        ]
+        records = store.upsert_documents(collection, writes)
+        for (position, _, _), record, (_, inputs) in zip(changed, records, writes, strict=True):
+            results[position] = IngestResult(record, _stored_chunks(record, inputs))
+    return [result for result in results if result is not None]
+
+
+def _stored_under(
+    store: Store,
+    collection: CollectionInfo,
+    source: str,
+    stored: Mapping[str, StoredSource] | None,
+) -> StoredSource:
+    """What the collection holds under ``source``: from the caller's reading, or looked up
+    (then without its chunks, which only an unchanged document needs)."""
+    if not source:
+        return StoredSource(None)
+    if stored is not None:
+        return stored.get(source, StoredSource(None))
+    return StoredSource(store.find_document(collection, source=source))
 
 
 def _stored_chunks(record: DocumentRecord, chunks: Sequence[ChunkInput]) -> tuple[ChunkRecord, ...]:

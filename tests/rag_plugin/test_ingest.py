@@ -10,7 +10,7 @@ from rag_plugin.chunking import ChunkerConfig, ChunkingStrategy, TextChunker
 from rag_plugin.embedding.cache import InMemoryEmbeddingCache
 from rag_plugin.embedding.dedup import content_hash_hex
 from rag_plugin.exceptions import CollectionNotFoundError, ConfigurationError, InvalidInputError
-from rag_plugin.ingest import StoredSource, get_or_create_collection, ingest_text
+from rag_plugin.ingest import StoredSource, get_or_create_collection, ingest_text, ingest_texts
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentInput, DocumentRecord
 from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.testing import FakeEmbedder
@@ -236,6 +236,76 @@ def test_ingest_with_another_model_raises_and_stores_nothing(
         ingest_text(store, other, collection, TEXT, chunker=WORDS_4)
     assert other.stats.calls == 0
     assert store.get_collection("docs", owner="user:1").document_count == 0
+
+
+def test_ingest_texts_embeds_every_changed_document_in_one_call_and_one_write(
+    store: MemoryStore, collection: CollectionInfo
+) -> None:
+    embedder = FakeEmbedder(dimensions=8, cache=InMemoryEmbeddingCache())
+    kept = DocumentInput(source="kept.txt", title="Kept")
+    ingest_text(store, embedder, collection, TEXT, document=kept, chunker=WORDS_4)
+    calls = embedder.stats.calls
+    shared = "alpha beta gamma delta epsilon zeta eta theta"
+    batch = [
+        (shared + " iota kappa lambda mu", DocumentInput(source="a.txt")),
+        (TEXT, kept),  # unchanged
+        (shared + " omicron sigma upsilon omega", None),  # no source: always new
+    ]
+    writes: list[int] = []
+    upsert = store.upsert_documents
+
+    def counting(*args: object, **kwargs: object) -> list[DocumentRecord]:
+        writes.append(len(args[1]))  # type: ignore[arg-type]
+        return upsert(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.upsert_documents = counting  # type: ignore[method-assign]
+    results = ingest_texts(store, embedder, collection, batch, chunker=WORDS_4)
+
+    assert [r.unchanged for r in results] == [False, True, False]
+    assert [r.document.source for r in results] == ["a.txt", "kept.txt", ""]
+    assert writes == [2]
+    # One embed call; the two chunks both new documents share are embedded once.
+    stats = embedder.stats
+    assert stats.calls == calls + 1
+    assert (stats.texts_requested - 4, stats.texts_embedded - 4) == (6, 4)
+    for result in results:
+        assert result.chunks == tuple(store.document_chunks(collection, result.document.id))
+    assert store.get_collection("docs", owner="user:1").document_count == 3
+
+
+def test_ingest_texts_names_the_bad_document_and_stores_nothing(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    good = (TEXT, DocumentInput(source="good.txt"))
+    with pytest.raises(InvalidInputError, match=r"documents\[1\]: Content too small to chunk"):
+        ingest_texts(store, embedder, collection, [good, ("tiny", None)], chunker=WORDS_4)
+    with pytest.raises(InvalidInputError, match=r"documents\[1\]: the content is a int"):
+        ingest_texts(store, embedder, collection, [good, (7, None)], chunker=WORDS_4)  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="documents 0 and 1 have the same source"):
+        ingest_texts(store, embedder, collection, [good, good], chunker=WORDS_4)
+    assert embedder.stats.calls == 0
+    assert store.get_collection("docs", owner="user:1").document_count == 0
+    assert ingest_texts(store, embedder, collection, []) == []
+
+
+def test_ingest_texts_with_stored_sources_given_looks_nothing_up(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    document = DocumentInput(source="n.txt")
+    first = ingest_text(store, embedder, collection, TEXT, document=document, chunker=WORDS_4)
+    known = {"n.txt": StoredSource(first.document, first.chunks)}
+    store.find_document = None  # type: ignore[assignment,method-assign]
+    store.document_chunks = None  # type: ignore[assignment,method-assign]
+    again, new = ingest_texts(
+        store,
+        embedder,
+        collection,
+        [(TEXT, document), (TEXT, DocumentInput(source="m.txt"))],
+        chunker=WORDS_4,
+        stored=known,
+    )
+    assert (again.unchanged, again.chunks) == (True, first.chunks)
+    assert (new.unchanged, new.document.source) == (False, "m.txt")
 
 
 def test_get_or_create_creates_for_the_embedders_model(
