@@ -83,12 +83,16 @@ def _first_message(detail: Any, path: str = "") -> str:
     """Flatten DRF's nested validation detail into one sentence naming the field."""
     if isinstance(detail, dict):
         for key, value in detail.items():
+            if isinstance(key, int):  # DRF keys list items' errors by position
+                return _first_message(value, f"{path}[{key}]")
             field = key if key != "non_field_errors" else ""
             return _first_message(value, f"{path}.{field}" if path and field else path or field)
         return "Invalid input."
     if isinstance(detail, list):
         for index, value in enumerate(detail):
             if isinstance(value, dict | list) and path:
+                if not value:
+                    continue  # a list serializer's entry for a valid item
                 return _first_message(value, f"{path}[{index}]")
             return _first_message(value, path)
         return "Invalid input."

@@ -20,6 +20,8 @@ from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, validate_collecti
 
 MAX_QUERY_CHARS = 10_000
 MAX_TAGS = 50
+MAX_BATCH_DOCUMENTS = 100
+"""Documents per /rag/ingest/batch request; the body limit (RAG_MAX_BODY_BYTES) applies too."""
 
 
 def _collection_name(value: str) -> None:
@@ -84,6 +86,67 @@ class IngestOutput(serializers.Serializer):  # type: ignore[type-arg]
     unchanged = serializers.BooleanField(
         help_text="The same source already held this text and description: nothing was redone."
     )
+
+
+class IngestDocumentInput(InputSerializer):
+    """One document of a batch: the fields of /rag/ingest that describe a document."""
+
+    content = StrictCharField(trim_whitespace=False)
+    title = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
+    source = StrictCharField(  # type: ignore[assignment]
+        required=False, allow_blank=True, max_length=1000, default=""
+    )
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=100), required=False, max_length=MAX_TAGS, default=list
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Each document must be a JSON object."]}
+            )
+        return super().to_internal_value(data)
+
+
+class IngestBatchInput(InputSerializer):
+    collection = CollectionField()
+    documents = serializers.ListField(
+        child=IngestDocumentInput(), min_length=1, max_length=MAX_BATCH_DOCUMENTS
+    )
+    chunking_strategy = StrictCharField(required=False, allow_null=True, default=None)
+    shared = StrictBooleanField(required=False, default=False)
+
+    validate_chunking_strategy = IngestInput.validate_chunking_strategy
+
+    def validate_documents(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        first: dict[str, int] = {}
+        for position, document in enumerate(value):
+            source = document["source"]
+            if source and source in first:
+                raise serializers.ValidationError(
+                    f"documents {first[source]} and {position} have the same source "
+                    f"{source!r}; a collection holds one document per source."
+                )
+            first.setdefault(source, position)
+        return value
+
+
+class IngestedDocumentOutput(serializers.Serializer):  # type: ignore[type-arg]
+    document_id = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
+    chunks_created = serializers.IntegerField()
+    document_ids = serializers.ListField(
+        child=serializers.CharField(), help_text="The document's chunk ids, as in /rag/ingest."
+    )
+    unchanged = serializers.BooleanField(
+        help_text="The same source already held this text and description: nothing was redone."
+    )
+
+
+class IngestBatchOutput(serializers.Serializer):  # type: ignore[type-arg]
+    collection = serializers.CharField()
+    chunks_created = serializers.IntegerField(help_text="Chunks of all the documents.")
+    documents = IngestedDocumentOutput(many=True, help_text="One entry per document, in order.")
 
 
 class SearchInput(InputSerializer):

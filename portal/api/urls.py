@@ -8,6 +8,7 @@ from portal.api import views
 urlpatterns = [
     path("auth/login", views.LoginView.as_view(), name="api-login"),
     path("rag/ingest", views.IngestView.as_view(), name="api-ingest"),
+    path("rag/ingest/batch", views.IngestBatchView.as_view(), name="api-ingest-batch"),
     path("rag/search", views.SearchView.as_view(), name="api-search"),
     path("rag/collections", views.CollectionListView.as_view(), name="api-collections"),
     path("rag/collection", views.CollectionDeleteView.as_view(), name="api-collection-delete"),

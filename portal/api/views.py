@@ -146,6 +146,37 @@ class IngestView(APIView):
         )
 
 
+class IngestBatchView(APIView):
+    """Chunk, embed and store several documents in a collection of the caller, in one write:
+    all the changed documents or none (a bad one is named, e.g. ``documents[2].content``)."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(request=s.IngestBatchInput, responses={200: s.IngestBatchOutput, **ERRORS})
+    def post(self, request: Request) -> Response:
+        body = s.IngestBatchInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        documents = [services.NewDocument(**document) for document in data.pop("documents")]
+        ingested = services.documents_ingest(user=_caller(request), documents=documents, **data)
+        return Response(
+            {
+                "collection": ingested.collection,
+                "chunks_created": sum(len(result.chunks) for result in ingested.results),
+                "documents": [
+                    {
+                        "document_id": result.document.id,
+                        "source": result.document.source,
+                        "chunks_created": len(result.chunks),
+                        "document_ids": result.chunk_ids,
+                        "unchanged": result.unchanged,
+                    }
+                    for result in ingested.results
+                ],
+            }
+        )
+
+
 class SearchView(APIView):
     """Search one collection of the caller with any strategy (SPEC A3)."""
 

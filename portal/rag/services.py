@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 
 from portal.rag.runtime import embedder_for
-from portal.rag.scope import scope_for
+from portal.rag.scope import Scope, scope_for
 from portal.rag.selectors import document_find
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
+from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import CollectionNotFoundError, InvalidInputError
 from rag_plugin.ingest import (
     IngestResult,
     StoredSource,
     get_or_create_collection,
-    ingest_text,
+    ingest_texts,
 )
 from rag_plugin.stores.base import DocumentInput
 
@@ -33,6 +34,22 @@ logger = logging.getLogger("portal.rag")
 class DocumentIngested:
     collection: str
     result: IngestResult
+
+
+@dataclass(frozen=True)
+class DocumentsIngested:
+    collection: str
+    results: list[IngestResult]
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """One document of an ingest request: its text and how it is described."""
+
+    content: str
+    title: str = ""
+    source: str = ""
+    tags: Sequence[str] = ()
 
 
 def document_ingest(
@@ -48,42 +65,13 @@ def document_ingest(
 ) -> DocumentIngested:
     """Chunk, embed and store one document in the caller's collection (SPEC A2 stages)."""
     started = time.perf_counter()
-    strategy = ChunkingStrategy.parse(chunking_strategy) if chunking_strategy else None
-    scope = scope_for(user=user, collection=collection, shared=shared, write=True)
-    chunker = TextChunker(api_chunker_config(strategy))
-    document = DocumentInput(source=source, title=title, tags=tuple(tags))
-    embedder = embedder_for(scope.schema_name)
-    try:
-        # One round trip: the collection and what it holds under the source, so an unchanged
-        # document costs nothing more.
-        info, stored, chunks = scope.store.find_source(collection, owner=scope.owner, source=source)
-    except CollectionNotFoundError:
-        # Checked before the collection exists, so empty content never creates one (an
-        # existing collection gets the same error from ingest_text).
-        if not chunker.chunk(content):
-            raise InvalidInputError("Content too small to chunk") from None
-        # New collections get the library's default analyzer (English: stopwords + stemming,
-        # chosen by bench/quality.py); existing ones keep theirs.
-        info = get_or_create_collection(
-            scope.store, collection, embedder=embedder, owner=scope.owner
-        )
-        try:
-            result = ingest_text(
-                scope.store, embedder, info, content, document=document, chunker=chunker
-            )
-        except Exception:
-            scope.store.delete_collection(collection, owner=scope.owner)
-            raise
-    else:
-        result = ingest_text(
-            scope.store,
-            embedder,
-            info,
-            content,
-            document=document,
-            chunker=chunker,
-            stored=StoredSource(stored, tuple(chunks)),
-        )
+    scope, embedder, (result,) = _ingest(
+        user=user,
+        collection=collection,
+        documents=[NewDocument(content, title, source, tags)],
+        chunking_strategy=chunking_strategy,
+        shared=shared,
+    )
     logger.info(
         "rag.ingest",
         extra={
@@ -101,6 +89,92 @@ def document_ingest(
         },
     )
     return DocumentIngested(collection, result)
+
+
+def documents_ingest(
+    *,
+    user: AbstractBaseUser,
+    collection: str,
+    documents: Sequence[NewDocument],
+    chunking_strategy: str | None = None,
+    shared: bool = False,
+) -> DocumentsIngested:
+    """Ingest several documents into the caller's collection in one store write: all the
+    changed ones or none. Unchanged sources are skipped, as :func:`document_ingest` skips one.
+    """
+    started = time.perf_counter()
+    scope, embedder, results = _ingest(
+        user=user,
+        collection=collection,
+        documents=documents,
+        chunking_strategy=chunking_strategy,
+        shared=shared,
+    )
+    logger.info(
+        "rag.ingest_batch",
+        extra={
+            "event": "rag.ingest_batch",
+            "tenant": scope.schema_name,
+            "user": user.get_username(),
+            "collection": collection,
+            "shared": shared,
+            "documents": len(results),
+            "unchanged": sum(result.unchanged for result in results),
+            "chunks": sum(len(result.chunks) for result in results),
+            "embedded_texts": embedder.stats.texts_embedded,
+            "cache_hits": embedder.stats.cache_hits,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
+    return DocumentsIngested(collection, results)
+
+
+def _ingest(
+    *,
+    user: AbstractBaseUser,
+    collection: str,
+    documents: Sequence[NewDocument],
+    chunking_strategy: str | None,
+    shared: bool,
+) -> tuple[Scope, Embedder, list[IngestResult]]:
+    strategy = ChunkingStrategy.parse(chunking_strategy) if chunking_strategy else None
+    scope = scope_for(user=user, collection=collection, shared=shared, write=True)
+    chunker = TextChunker(api_chunker_config(strategy))
+    texts = [
+        (d.content, DocumentInput(source=d.source, title=d.title, tags=tuple(d.tags)))
+        for d in documents
+    ]
+    embedder = embedder_for(scope.schema_name)
+    try:
+        # One round trip: the collection and what it holds under the sources, so unchanged
+        # documents cost nothing more.
+        info, found = scope.store.find_sources(
+            collection, owner=scope.owner, sources=[d.source for d in documents]
+        )
+    except CollectionNotFoundError:
+        # Checked before the collection exists, so content too small to chunk never creates
+        # one (an existing collection gets the same error from ingest_texts).
+        for position, document in enumerate(documents):
+            if not chunker.chunk(document.content):
+                where = "" if len(documents) == 1 else f"documents[{position}]: "
+                raise InvalidInputError(f"{where}Content too small to chunk") from None
+        # New collections get the library's default analyzer (English: stopwords + stemming,
+        # chosen by bench/quality.py); existing ones keep theirs.
+        info = get_or_create_collection(
+            scope.store, collection, embedder=embedder, owner=scope.owner
+        )
+        try:
+            results = ingest_texts(scope.store, embedder, info, texts, chunker=chunker)
+        except Exception:
+            scope.store.delete_collection(collection, owner=scope.owner)
+            raise
+    else:
+        stored = {
+            source: StoredSource(document, tuple(chunks))
+            for source, (document, chunks) in found.items()
+        }
+        results = ingest_texts(scope.store, embedder, info, texts, chunker=chunker, stored=stored)
+    return scope, embedder, results
 
 
 def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool = False) -> int:

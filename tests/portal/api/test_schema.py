@@ -17,6 +17,7 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
     assert methods == {
         "/api/auth/login": {"post"},
         "/api/rag/ingest": {"post"},
+        "/api/rag/ingest/batch": {"post"},
         "/api/rag/search": {"post"},
         "/api/rag/collections": {"get"},
         "/api/rag/collection": {"delete"},
@@ -27,6 +28,11 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
     }
     ingest = schema["components"]["schemas"]["IngestInput"]
     assert set(ingest["required"]) == {"collection", "content"}
+    batch = schema["components"]["schemas"]["IngestBatchInput"]
+    assert set(batch["required"]) == {"collection", "documents"}
+    documents = batch["properties"]["documents"]
+    assert (documents["minItems"], documents["maxItems"]) == (1, 100)
+    assert documents["items"]["$ref"].endswith("/IngestDocumentInput")
     assert "bearerAuth" in schema["components"]["securitySchemes"]
 
 
