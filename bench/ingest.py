@@ -9,12 +9,17 @@ It makes a database of its own on the embedded PostgreSQL (``migrate_schemas`` +
 embedding cache) and, as alice of tenant acme, ``POST /api/rag/ingest``s the first N SciFact
 documents (title + text) one request each. In the same run the bare model —
 ``TextEmbedding.embed`` of the same loaded ONNX model — embeds exactly the chunks the API
-made, one batch per document as the API does, before and after the API pass (the mean
+made, in the calls the server's embedder makes, before and after the API pass (the mean
 counts, so load drift on a shared machine hits both sides alike). Then the same documents
 are ingested again: unchanged sources, which the API recognises and does not redo.
 
 Reports: first ingest seconds, model seconds, overhead = (API − model) / model, re-ingest
 seconds and first / re-ingest.
+
+``--batch N`` sends the documents N per request to ``POST /api/rag/ingest/batch`` instead
+(one embed call and one store write per request); the bare model then embeds each request's
+distinct chunks in the batches the server's embedder makes of them (``length_batches`` of the
+model's ``CPU_BATCH_SIZE``: similar lengths together).
 
 ``--store-only`` measures instead the largest non-model cost alone, in seconds and without
 the model: ``PostgresStore.upsert_document`` of the same documents' chunks (fake 384-d
@@ -42,8 +47,9 @@ from portal import launch
 from portal.embedded_db import PROJECT_ROOT, ensure_extensions
 from rag_plugin.chunking import TextChunker, api_chunker_config
 from rag_plugin.embedding import BUNDLED_MODEL
+from rag_plugin.embedding.base import length_batches
 from rag_plugin.embedding.dedup import normalize_for_dedup
-from rag_plugin.embedding.fastembed_backend import load_model
+from rag_plugin.embedding.fastembed_backend import CPU_BATCH_SIZE, load_model
 from rag_plugin.stores.base import ChunkInput, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.testing import FakeEmbedder
@@ -68,20 +74,50 @@ def portal(url: str) -> Iterator[httpx.Client]:
             yield client
 
 
-def ingest_all(client: httpx.Client, documents: list[dict[str, str]]) -> tuple[float, int]:
-    """POST every document, one request each; return the seconds and chunks created."""
+def ingest_all(
+    client: httpx.Client, documents: list[dict[str, str]], batch: int
+) -> tuple[float, int]:
+    """POST every document, one request each or ``batch`` per request; return the seconds
+    and chunks created."""
     chunks = 0
     started = time.perf_counter()
-    for document in documents:
-        response = client.post("/api/rag/ingest", json={"collection": SOURCE, **document})
+    for request in requests(documents, batch):
+        if batch:
+            body: dict[str, Any] = {"collection": SOURCE, "documents": request}
+            response = client.post("/api/rag/ingest/batch", json=body)
+        else:
+            response = client.post("/api/rag/ingest", json={"collection": SOURCE, **request[0]})
         if response.status_code != 200:
             raise RuntimeError(f"ingest failed: {response.status_code} {response.text}")
         chunks += int(response.json()["chunks_created"])
     return time.perf_counter() - started, chunks
 
 
+def requests(documents: list[dict[str, str]], batch: int) -> list[list[dict[str, str]]]:
+    """The documents as the requests send them: one each, or ``batch`` at a time."""
+    size = batch or 1
+    return [documents[start : start + size] for start in range(0, len(documents), size)]
+
+
+def model_batches(
+    documents: list[dict[str, str]], chunker: TextChunker, batch: int
+) -> list[list[str]]:
+    """The texts of each call the server's embedder makes to the model: per request, its
+    distinct chunks, in batches of similar length."""
+    calls = []
+    for request in requests(documents, batch):
+        texts = list(
+            dict.fromkeys(
+                normalize_for_dedup(c.content) for d in request for c in chunker.chunk(d["content"])
+            )
+        )
+        for positions in length_batches([len(text) for text in texts], CPU_BATCH_SIZE):
+            calls.append([texts[position] for position in positions])
+    return calls
+
+
 def bare_model_seconds(batches: list[list[str]]) -> float:
-    """Seconds the loaded model takes to embed ``batches`` (one call per document)."""
+    """Seconds the loaded model takes to embed ``batches`` (one call each)."""
     model = load_model(BUNDLED_MODEL).model
     started = time.perf_counter()
     for batch in batches:
@@ -133,6 +169,12 @@ def main() -> None:
     parser.add_argument("--data", default=str(PROJECT_ROOT.parent / "shared/eval/scifact"))
     parser.add_argument("--split", default="train")
     parser.add_argument("--documents", type=int, default=40)
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        help="documents per /api/rag/ingest/batch request (0: one /api/rag/ingest each)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--store-only", action="store_true", help="time upsert_document alone (no model, no HTTP)"
@@ -148,21 +190,19 @@ def main() -> None:
     if args.store_only:
         _print(store_write(documents, chunker), as_json=args.json)
         return
-    batches = [
-        list(dict.fromkeys(normalize_for_dedup(c.content) for c in chunker.chunk(d["content"])))
-        for d in documents
-    ]
+    batches = model_batches(documents, chunker, args.batch)
     bare_model_seconds([["warm up the model"]])  # loads it; not timed
     model_before = bare_model_seconds(batches)
     with launch.scratch_database("bench_ingest") as url, portal(url) as client:
         # The worker loads the model on its first embedding; that is start-up, not ingest.
         client.post("/api/rag/ingest", json={"collection": SOURCE, "content": "warm up " * 10})
-        first, chunks = ingest_all(client, documents)
+        first, chunks = ingest_all(client, documents, args.batch)
         model_after = bare_model_seconds(batches)
-        again, chunks_again = ingest_all(client, documents)
+        again, chunks_again = ingest_all(client, documents, args.batch)
     model = (model_before + model_after) / 2
     report: dict[str, Any] = {
         "documents": len(documents),
+        "documents_per_request": args.batch or 1,
         "chunks": chunks,
         "first_ingest_s": round(first, 2),
         "model_s": round(model, 2),
