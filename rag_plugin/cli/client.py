@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
 import httpx
 
@@ -14,6 +15,8 @@ from rag_plugin.exceptions import InvalidInputError, RagError
 DEFAULT_HOST = "http://localhost:8000"
 LOOPBACK = "127.0.0.1"
 CONNECT_TIMEOUT = 10.0
+BATCH_MAX_DOCUMENTS = 100
+"""The portal's limit on documents per ``/api/rag/ingest/batch`` request."""
 
 
 class ApiError(RagError):
@@ -33,6 +36,35 @@ class IngestResult:
 
     chunks: int
     document_id: str | None
+
+
+class OutgoingDocument(Protocol):
+    """The text and description of one document to send (ragctl's discovered files fit)."""
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+def document_fields(document: OutgoingDocument, tags: Sequence[str]) -> dict[str, Any]:
+    """One document as both ingest routes take it: content, title, source and tags."""
+    return {
+        "content": document.content,
+        "title": document.title,
+        "source": document.source,
+        "tags": list(tags),
+    }
+
+
+def encoded_size(value: Any) -> int:
+    """Bytes of ``value`` as JSON, encoded the way httpx encodes a request body."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return len(text.encode("utf-8"))
 
 
 def normalize_host(host: str) -> str:
@@ -162,10 +194,43 @@ class RagClient:
             payload["chunking_strategy"] = chunking_strategy
         body = self._request("POST", "/api/rag/ingest", payload)
         chunks = body.get("chunks_created") if isinstance(body, dict) else None
-        if not isinstance(chunks, int) or isinstance(chunks, bool):
+        if not _is_integer(chunks):
             raise ApiError(f"ingest response has no integer chunks_created: {body!r:.200}")
         document_id = body.get("document_id")
         return IngestResult(chunks, document_id if isinstance(document_id, str) else None)
+
+    def ingest_batch(
+        self,
+        *,
+        collection: str,
+        documents: Sequence[OutgoingDocument],
+        tags: Sequence[str],
+        chunking_strategy: str | None,
+    ) -> list[IngestResult]:
+        """Ingest several documents in one request: the server writes all of them or none."""
+        payload: dict[str, Any] = {
+            "collection": collection,
+            "documents": [document_fields(document, tags) for document in documents],
+        }
+        if chunking_strategy is not None:
+            payload["chunking_strategy"] = chunking_strategy
+        body = self._request("POST", "/api/rag/ingest/batch", payload)
+        entries = body.get("documents") if isinstance(body, dict) else None
+        if not isinstance(entries, list) or len(entries) != len(documents):
+            raise ApiError(
+                f"batch ingest response has no list of {len(documents)} documents: {body!r:.200}"
+            )
+        results: list[IngestResult] = []
+        for position, entry in enumerate(entries):
+            chunks = entry.get("chunks_created") if isinstance(entry, dict) else None
+            document_id = entry.get("document_id") if isinstance(entry, dict) else None
+            if not _is_integer(chunks) or not isinstance(document_id, str):
+                raise ApiError(
+                    f"batch ingest response documents[{position}] has no integer "
+                    f"chunks_created and string document_id: {entry!r:.200}"
+                )
+            results.append(IngestResult(chunks, document_id))
+        return results
 
     def search(
         self, *, collection: str, query: str, limit: int, strategy: str | None
@@ -216,6 +281,11 @@ def _error_details(response: httpx.Response) -> tuple[str, str | None]:
             return message, code if isinstance(code, str) else None
     text = " ".join(response.text.split())[:200]
     return text or response.reason_phrase, None
+
+
+def _is_integer(value: Any) -> TypeGuard[int]:
+    """Whether a JSON value is an integer (JSON's true and false are not counts)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _first_string(body: Any, *paths: tuple[str, ...]) -> str | None:

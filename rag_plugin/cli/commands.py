@@ -14,7 +14,16 @@ import httpx
 from tqdm import tqdm
 
 from rag_plugin.cli import output
-from rag_plugin.cli.client import DEFAULT_HOST, ApiError, RagClient, normalize_host
+from rag_plugin.cli.client import (
+    BATCH_MAX_DOCUMENTS,
+    DEFAULT_HOST,
+    ApiError,
+    IngestResult,
+    RagClient,
+    document_fields,
+    encoded_size,
+    normalize_host,
+)
 from rag_plugin.cli.discovery import Discovery, Document, discover
 from rag_plugin.exceptions import RagError
 
@@ -22,6 +31,9 @@ CHUNKING_STRATEGIES = ("word", "semantic", "character")
 SEARCH_STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid")
 HOST_ENV = "RAG_HOST"
 TOKEN_ENV = "RAG_TOKEN"  # noqa: S105 (the variable's name, not a secret)
+DEFAULT_BATCH_SIZE = 20
+MAX_BATCH_BYTES = 1024 * 1024
+"""JSON bytes of documents per batch request: half the portal's default 2 MiB body limit."""
 
 
 class CommandError(RagError):
@@ -72,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--docs-path", required=True, type=Path)
     ingest.add_argument("--chunking-strategy", choices=CHUNKING_STRATEGIES)
     ingest.add_argument("--tag", action="append", default=[], dest="tags", metavar="TAG")
+    ingest.add_argument(
+        "--batch-size",
+        type=_positive(int, most=BATCH_MAX_DOCUMENTS),
+        default=DEFAULT_BATCH_SIZE,
+        metavar="N",
+        help=f"documents per request ({DEFAULT_BATCH_SIZE}; 1 sends each document on its own)",
+    )
     ingest.add_argument(
         "--dry-run", action="store_true", help="list what would be sent; no network at all"
     )
@@ -178,6 +197,34 @@ def collections(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def plan_batches(
+    documents: Sequence[Document],
+    *,
+    max_documents: int,
+    max_bytes: int,
+    size: Callable[[Document], int],
+) -> list[tuple[Document, ...]]:
+    """Consecutive groups of at most ``max_documents`` and ``max_bytes`` (by ``size``), in order.
+
+    A document bigger than ``max_bytes`` on its own makes a group of one.
+    """
+    batches: list[tuple[Document, ...]] = []
+    current: list[Document] = []
+    current_bytes = 0
+    for document in documents:
+        document_bytes = size(document)
+        if current and (
+            len(current) >= max_documents or current_bytes + document_bytes > max_bytes
+        ):
+            batches.append(tuple(current))
+            current, current_bytes = [], 0
+        current.append(document)
+        current_bytes += document_bytes
+    if current:
+        batches.append(tuple(current))
+    return batches
+
+
 def _ingest_all(
     client: RagClient,
     collection: str,
@@ -185,11 +232,12 @@ def _ingest_all(
     documents: Sequence[Document],
     console: Console,
 ) -> list[dict[str, Any]]:
-    """Send each document in order; a failure is recorded and the run goes on."""
+    """Send the documents in order, in batches; a failure is recorded and the run goes on."""
     show_bar = not args.json and console.stderr.isatty()
     bar = tqdm(
         total=len(documents), file=console.stderr, unit="doc", disable=not show_bar, leave=False
     )
+    outcomes: list[dict[str, Any]] = []
 
     def emit(stream: TextIO, line: str) -> None:
         if show_bar:
@@ -197,32 +245,66 @@ def _ingest_all(
         else:
             print(line, file=stream)
 
-    outcomes: list[dict[str, Any]] = []
+    def record(document: Document, result: IngestResult | ApiError) -> None:
+        outcome = _document_json(document)
+        if isinstance(result, ApiError):
+            outcome.update(status="failed", http_status=result.status, error=result.message)
+            emit(console.stderr, output.failed_line(document.path, str(result)))
+        else:
+            outcome.update(status="ingested", chunks=result.chunks, document_id=result.document_id)
+            if not args.json:
+                emit(console.stdout, output.ingested_line(document.path, result.chunks))
+        outcomes.append(outcome)
+        bar.update(1)
+
+    batches = plan_batches(
+        documents,
+        max_documents=args.batch_size,
+        max_bytes=MAX_BATCH_BYTES,
+        size=lambda document: encoded_size(document_fields(document, args.tags)),
+    )
+    use_batch_route = True
     with bar:
-        for document in documents:
-            bar.set_postfix_str(document.source, refresh=False)
-            outcome = _document_json(document)
-            try:
-                result = client.ingest(
-                    collection=collection,
-                    content=document.content,
-                    title=document.title,
-                    source=document.source,
-                    tags=args.tags,
-                    chunking_strategy=args.chunking_strategy,
-                )
-            except ApiError as exc:
-                outcome.update(status="failed", http_status=exc.status, error=exc.message)
-                emit(console.stderr, output.failed_line(document.path, str(exc)))
-            else:
-                outcome.update(
-                    status="ingested", chunks=result.chunks, document_id=result.document_id
-                )
-                if not args.json:
-                    emit(console.stdout, output.ingested_line(document.path, result.chunks))
-            outcomes.append(outcome)
-            bar.update(1)
+        for batch in batches:
+            if len(batch) > 1 and use_batch_route:
+                bar.set_postfix_str(f"{batch[0].source} (+{len(batch) - 1})", refresh=False)
+                try:
+                    results = client.ingest_batch(
+                        collection=collection,
+                        documents=batch,
+                        tags=args.tags,
+                        chunking_strategy=args.chunking_strategy,
+                    )
+                except ApiError as exc:
+                    # The server wrote none of the batch: fall through to one request per
+                    # document, so each gets its own outcome. A server without the route
+                    # (an older portal) is not asked again.
+                    use_batch_route = exc.status not in (404, 405)
+                else:
+                    for document, result in zip(batch, results, strict=True):
+                        record(document, result)
+                    continue
+            for document in batch:
+                bar.set_postfix_str(document.source, refresh=False)
+                record(document, _ingest_one(client, collection, args, document))
     return outcomes
+
+
+def _ingest_one(
+    client: RagClient, collection: str, args: argparse.Namespace, document: Document
+) -> IngestResult | ApiError:
+    """One document through ``/api/rag/ingest``: the server's result, or why it failed."""
+    try:
+        return client.ingest(
+            collection=collection,
+            content=document.content,
+            title=document.title,
+            source=document.source,
+            tags=args.tags,
+            chunking_strategy=args.chunking_strategy,
+        )
+    except ApiError as exc:
+        return exc
 
 
 def _token(args: argparse.Namespace, console: Console, client: RagClient) -> str:
@@ -295,8 +377,8 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
-    """An argparse type that accepts only numbers above zero."""
+def _positive(kind: Callable[[str], float], most: int | None = None) -> Callable[[str], Any]:
+    """An argparse type that accepts only numbers above zero (and not above ``most``)."""
 
     def parse(text: str) -> Any:
         try:
@@ -305,6 +387,8 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be greater than 0, got {text!r}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most}, got {text!r}")
         return value
 
     return parse

@@ -51,6 +51,8 @@ class FakePortal:
     documents: dict[tuple[str, str], StoredDocument] = field(default_factory=dict)
     # Sources the server refuses with this status, to exercise per-document failures.
     refuse: dict[str, int] = field(default_factory=dict)
+    # A status for /api/rag/ingest/batch, as from a portal that predates the route (404, 405).
+    batch_missing: int | None = None
     ingest_count: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -65,6 +67,17 @@ class FakePortal:
     def sources(self, collection: str) -> list[str]:
         return sorted(source for name, source in self.documents if name == collection)
 
+    def ingests(self) -> list[tuple[str, list[str]]]:
+        """Each ingest request: its path and the sources it carried, in order."""
+        sent: list[tuple[str, list[str]]] = []
+        for request in self.requests:
+            if request.path == "/api/rag/ingest":
+                sent.append((request.path, [request.body.get("source")]))
+            elif request.path == "/api/rag/ingest/batch":
+                sources = [document.get("source") for document in request.body["documents"]]
+                sent.append((request.path, sources))
+        return sent
+
     def handle(
         self, method: str, path: str, host: str, authorization: str | None, body: Any
     ) -> tuple[int, Any]:
@@ -76,6 +89,10 @@ class FakePortal:
                 return 401, {"error": "Unauthorized", "code": "AUTHENTICATION_FAILED"}
             if (method, path) == ("POST", "/api/rag/ingest"):
                 return self._ingest(body)
+            if (method, path) == ("POST", "/api/rag/ingest/batch") and self.batch_missing is None:
+                return self._ingest_batch(body)
+            if path == "/api/rag/ingest/batch" and self.batch_missing == 405:
+                return 405, {"error": f'Method "{method}" not allowed.', "code": "ERROR"}
             if (method, path) == ("POST", "/api/rag/search"):
                 return self._search(body)
             if (method, path) == ("GET", "/api/rag/collections"):
@@ -98,23 +115,58 @@ class FakePortal:
         if source in self.refuse:
             status = self.refuse[source]
             return status, {"error": f"refused {source}", "code": "INTERNAL_ERROR"}
-        self.ingest_count += 1
-        document_id = f"doc{self.ingest_count}"
-        chunks = [(match.start(), match.end()) for match in PARAGRAPH.finditer(content)]
-        self.documents[(collection, source)] = StoredDocument(
-            document_id=document_id,
-            title=body.get("title") or "",
-            source=source,
-            tags=list(body.get("tags") or []),
-            content=content,
-            chunking_strategy=body.get("chunking_strategy"),
-            chunks=chunks,
-        )
+        stored = self._store(collection, body, body.get("chunking_strategy"))
+        return 200, {**self._ingested(stored), "collection": collection}
+
+    def _ingest_batch(self, body: Any) -> tuple[int, Any]:
+        """All the documents or none, like the portal: a refused one is named by position."""
+        collection, documents = body.get("collection", ""), body.get("documents")
+        if not collection or not isinstance(documents, list) or not 1 <= len(documents) <= 100:
+            return 400, {"error": "Invalid input: documents", "code": "INVALID_INPUT"}
+        for position, document in enumerate(documents):
+            source = document.get("source") or ""
+            if not document.get("content"):
+                error = f"documents[{position}].content: This field is required."
+                return 400, {"error": error, "code": "INVALID_INPUT"}
+            if source in self.refuse:
+                error = f"documents[{position}]: refused {source}"
+                return self.refuse[source], {"error": error, "code": "INVALID_INPUT"}
+        strategy = body.get("chunking_strategy")
+        results = [
+            {**self._ingested(self._store(collection, document, strategy)), "unchanged": False}
+            for document in documents
+        ]
         return 200, {
-            "chunks_created": len(chunks),
-            "document_ids": [f"{document_id}_{index}" for index in range(len(chunks))],
             "collection": collection,
-            "document_id": document_id,
+            "chunks_created": sum(result["chunks_created"] for result in results),
+            "documents": results,
+        }
+
+    def _store(self, collection: str, fields: Any, strategy: str | None) -> StoredDocument:
+        """Replace what the collection holds under the document's source."""
+        self.ingest_count += 1
+        content, source = fields["content"], fields.get("source") or ""
+        stored = StoredDocument(
+            document_id=f"doc{self.ingest_count}",
+            title=fields.get("title") or "",
+            source=source,
+            tags=list(fields.get("tags") or []),
+            content=content,
+            chunking_strategy=strategy,
+            chunks=[(match.start(), match.end()) for match in PARAGRAPH.finditer(content)],
+        )
+        self.documents[(collection, source)] = stored
+        return stored
+
+    @staticmethod
+    def _ingested(stored: StoredDocument) -> dict[str, Any]:
+        return {
+            "chunks_created": len(stored.chunks),
+            "document_ids": [
+                f"{stored.document_id}_{index}" for index in range(len(stored.chunks))
+            ],
+            "document_id": stored.document_id,
+            "source": stored.source,
         }
 
     def _search(self, body: Any) -> tuple[int, Any]:

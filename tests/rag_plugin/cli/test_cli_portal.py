@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from rag_plugin.cli import main
+from rag_plugin.cli.commands import Console, run
 from tests.conftest import PortalServer
 
 ACME = "acme.localhost"
@@ -73,6 +77,28 @@ def collection_names(server: PortalServer) -> list[str]:
         response = api.get("/api/rag/collections")
     assert response.status_code == 200, response.text
     return [item["name"] for item in response.json()]
+
+
+class Recording(httpx.BaseTransport):
+    """Sends every request on to the server and keeps the paths, to see which routes ran."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.paths: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def run_recording(argv: Sequence[str]) -> tuple[int, list[str]]:
+    """Run ragctl on the process's (captured) streams; the exit status and the paths sent."""
+    recording = Recording()
+    code = run(argv, Console(sys.stdout, sys.stderr, transport=recording))
+    return code, recording.paths
 
 
 UNREADABLE = (
@@ -151,10 +177,12 @@ def test_mixed_folder_is_ingested_with_relative_sources_and_titles(
 ) -> None:
     docs = make_docs(tmp_path)
 
-    code = main(ingest_argv(portal_server, source, docs, *login(portal_server), "--tag", "cli"))
+    argv = ingest_argv(portal_server, source, docs, *login(portal_server), "--tag", "cli")
+    code, paths = run_recording(argv)
 
     captured = capsys.readouterr()
     assert code == 0
+    assert paths == ["/api/auth/login", "/api/rag/ingest/batch"]
     assert captured.out == EXPECTED_RUN.format(docs=docs)
     assert captured.err == UNREADABLE.format(docs=docs)
     assert [
@@ -202,10 +230,12 @@ def test_document_the_server_rejects_is_reported_and_fails_the_run(
     (docs / "ok.md").write_text(INTRO)
     (docs / "tiny.md").write_text("too short\n")  # under the 20-character chunk minimum
 
-    code = main(ingest_argv(portal_server, source, docs, *login(portal_server)))
+    code, paths = run_recording(ingest_argv(portal_server, source, docs, *login(portal_server)))
 
     captured = capsys.readouterr()
     assert code == 1
+    # The server refused the batch as a whole; each document then went on its own.
+    assert paths == ["/api/auth/login", "/api/rag/ingest/batch"] + ["/api/rag/ingest"] * 2
     assert captured.out == (
         f"ingested\t{docs}/ok.md\t1 chunks\nsummary\tdocuments=2 succeeded=1 failed=1 chunks=1\n"
     )

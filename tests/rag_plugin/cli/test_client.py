@@ -12,12 +12,15 @@ import pytest
 
 from rag_plugin.cli.client import (
     ApiError,
+    IngestResult,
     LoopbackTransport,
     RagClient,
     api_url,
+    encoded_size,
     is_localhost_subdomain,
     normalize_host,
 )
+from rag_plugin.cli.discovery import Document
 from rag_plugin.exceptions import InvalidInputError
 from tests.rag_plugin.cli.fake_portal import PASSWORD, FakePortal, running_fake_portal
 
@@ -202,3 +205,112 @@ def test_https_localhost_subdomain_offers_and_verifies_the_real_name(
     assert token == "alice"
     assert offered == ["acme.localhost"]
     assert portal.requests[0].host == f"acme.localhost:{portal.port}"
+
+
+def answering(status: int, body: object, seen: list[httpx.Request]) -> httpx.MockTransport:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(status, json=body)
+
+    return httpx.MockTransport(handler)
+
+
+BATCH_DOCUMENTS = [
+    Document(Path("/d/a.md"), "a.md", "A", "Alpha text.\n", 12),
+    Document(Path("/d/b.md"), "b.md", "B", "Béta text.\n", 12),
+]
+
+
+def batch_entry(document_id: str, chunks: int) -> dict[str, object]:
+    return {
+        "document_id": document_id,
+        "source": "x",
+        "chunks_created": chunks,
+        "document_ids": [],
+        "unchanged": False,
+    }
+
+
+@pytest.mark.parametrize("strategy", [None, "semantic"])
+def test_ingest_batch_sends_every_document_and_returns_results_in_order(
+    strategy: str | None,
+) -> None:
+    seen: list[httpx.Request] = []
+    entries = [batch_entry("d7", 3), batch_entry("d8", 2)]
+    body = {"collection": "c", "chunks_created": 5, "documents": entries}
+    client = RagClient("http://acme.localhost:8000", transport=answering(200, body, seen))
+
+    with client:
+        results = client.ingest_batch(
+            collection="c", documents=BATCH_DOCUMENTS, tags=["t"], chunking_strategy=strategy
+        )
+
+    assert results == [IngestResult(3, "d7"), IngestResult(2, "d8")]
+    (request,) = seen
+    assert (request.method, str(request.url)) == (
+        "POST",
+        "http://127.0.0.1:8000/api/rag/ingest/batch",
+    )
+    sent = json.loads(request.read())
+    assert sent == {
+        "collection": "c",
+        "documents": [
+            {"content": "Alpha text.\n", "title": "A", "source": "a.md", "tags": ["t"]},
+            {"content": "Béta text.\n", "title": "B", "source": "b.md", "tags": ["t"]},
+        ],
+        **({"chunking_strategy": strategy} if strategy else {}),
+    }
+    # What the planner measures is what goes on the wire: UTF-8, not \u escapes.
+    assert len(request.content) == encoded_size(sent)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], "batch ingest response has no list of 2 documents: []"),
+        ({"documents": None}, "batch ingest response has no list of 2 documents: "
+         "{'documents': None}"),
+        ({"documents": [batch_entry("d1", 1)]}, "batch ingest response has no list of 2 "
+         "documents: {'documents': [{'document_id': 'd1', 'source': 'x', 'chunks_created': 1, "
+         "'document_ids': [], 'unchanged': False}]}"),
+        ({"documents": [batch_entry("d1", 1), batch_entry("d2", True)]}, "batch ingest response "
+         "documents[1] has no integer chunks_created and string document_id: {'document_id': "
+         "'d2', 'source': 'x', 'chunks_created': True, 'document_ids': [], 'unchanged': False}"),
+        ({"documents": [batch_entry("d1", 1), {"chunks_created": 1}]}, "batch ingest response "
+         "documents[1] has no integer chunks_created and string document_id: "
+         "{'chunks_created': 1}"),
+        ({"documents": [{"document_id": "d1", "chunks_created": "1"}, batch_entry("d2", 1)]},
+         "batch ingest response documents[0] has no integer chunks_created and string "
+         "document_id: {'document_id': 'd1', 'chunks_created': '1'}"),
+        ({"documents": ["d1", "d2"]}, "batch ingest response documents[0] has no integer "
+         "chunks_created and string document_id: 'd1'"),
+    ],
+)  # fmt: skip
+def test_ingest_batch_rejects_a_response_without_one_result_per_document(
+    body: object, message: str
+) -> None:
+    seen: list[httpx.Request] = []
+    client = RagClient("http://h", transport=answering(200, body, seen))
+
+    with client, pytest.raises(ApiError) as caught:
+        client.ingest_batch(
+            collection="c", documents=BATCH_DOCUMENTS, tags=[], chunking_strategy=None
+        )
+
+    assert (caught.value.status, str(caught.value)) == (None, message)
+
+
+def test_ingest_batch_error_status_carries_the_named_document() -> None:
+    error = {"error": "documents[1]: Content too small to chunk", "code": "INVALID_INPUT"}
+    client = RagClient("http://h", transport=answering(400, error, []))
+
+    with client, pytest.raises(ApiError) as caught:
+        client.ingest_batch(
+            collection="c", documents=BATCH_DOCUMENTS, tags=[], chunking_strategy=None
+        )
+
+    assert (caught.value.status, caught.value.code, str(caught.value)) == (
+        400,
+        "INVALID_INPUT",
+        "HTTP 400: documents[1]: Content too small to chunk",
+    )

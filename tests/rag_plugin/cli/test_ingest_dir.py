@@ -236,10 +236,55 @@ def test_real_run_ingests_each_document_with_relative_source(
     assert code == 0
     assert captured.out == expected_run_output(docs)
     assert captured.err == BROKEN_NOTE.format(docs=docs)
-    assert fake_portal.routes() == ["POST /api/auth/login"] + ["POST /api/rag/ingest"] * 4
+    assert fake_portal.routes() == ["POST /api/auth/login", "POST /api/rag/ingest/batch"]
     assert {request.host for request in fake_portal.requests} == {
         f"acme.localhost:{fake_portal.port}"
     }
+    assert fake_portal.requests[1].authorization == "Bearer alice"
+    assert fake_portal.requests[1].body == {
+        "collection": "docs",
+        "documents": [
+            {
+                "content": '{"a": 1}\n',
+                "title": "data",
+                "source": "data.jsonl",
+                "tags": ["manual", "v1"],
+            },
+            {
+                "content": "Tune the index.\n\nThen search.\n",
+                "title": "TUNING",
+                "source": "guide/advanced/TUNING.MD",
+                "tags": ["manual", "v1"],
+            },
+            {
+                "content": "# Getting Started\n\nInstall ragctl.\n",
+                "title": "Getting Started",
+                "source": "guide/intro.md",
+                "tags": ["manual", "v1"],
+            },
+            {
+                "content": "Version one.\n",
+                "title": "release notes",
+                "source": "release_notes.TXT",
+                "tags": ["manual", "v1"],
+            },
+        ],
+        "chunking_strategy": "semantic",
+    }
+
+
+def test_batch_size_one_sends_each_document_on_its_own(
+    tmp_path: Path, fake_portal: FakePortal, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = make_docs(tmp_path)
+    argv = ingest_argv(fake_portal, docs, "--user", "alice", "--password", PASSWORD)
+
+    code = main([*argv, "--tag", "manual", "--tag", "v1", "--chunking-strategy", "semantic",
+                 "--batch-size", "1"])  # fmt: skip
+
+    assert code == 0
+    assert capsys.readouterr().out == expected_run_output(docs)
+    assert fake_portal.routes() == ["POST /api/auth/login"] + ["POST /api/rag/ingest"] * 4
     assert fake_portal.requests[2].authorization == "Bearer alice"
     assert fake_portal.requests[2].body == {
         "collection": "docs",
@@ -306,6 +351,8 @@ def test_failed_documents_are_reported_and_make_the_exit_status_non_zero(
         "guide/advanced/TUNING.MD",
         "release_notes.TXT",
     ]
+    # The batch was refused as a whole, so each document was sent again on its own.
+    assert fake_portal.routes() == ["POST /api/rag/ingest/batch"] + ["POST /api/rag/ingest"] * 4
 
 
 def test_json_run_reports_every_document_outcome(
@@ -357,7 +404,7 @@ def test_token_and_host_come_from_the_environment(
     code = main(["ingest-dir", "--collection", "docs", "--docs-path", str(docs)])
 
     assert code == 0
-    assert fake_portal.routes() == ["POST /api/rag/ingest"] * 4
+    assert fake_portal.routes() == ["POST /api/rag/ingest/batch"]
     assert {(r.host, r.authorization) for r in fake_portal.requests} == {
         (f"globex.localhost:{fake_portal.port}", "Bearer bob")
     }
