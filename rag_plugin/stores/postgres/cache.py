@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.stores.postgres.connection import ConnectionSource, Database
-from rag_plugin.stores.postgres.rows import Tables, vector_literal
+from rag_plugin.stores.postgres.rows import Tables, packed_vectors
 from rag_plugin.stores.postgres.schema import ensure_schema
 
 __all__ = ["PostgresEmbeddingCache"]
@@ -51,6 +52,13 @@ class PostgresEmbeddingCache:
         if not vectors:
             return
         hashes = sorted(vectors)  # one order for every writer, so concurrent puts never deadlock
+        values, ends = packed_vectors([vectors[h] for h in hashes])
+        dimensions = {len(vectors[h]) for h in hashes}
+        if len(dimensions) != 1 or 0 in dimensions:
+            raise InvalidInputError(
+                f"The vectors of model {model!r} must all have one non-zero length, got "
+                f"lengths {sorted(dimensions)}."
+            )
         # One statement, atomic on its own: one round trip, no BEGIN/COMMIT. Not durable: an
         # entry a server crash loses is embedded again, and not waiting for the WAL flush
         # saves the ingest that fills the cache a disk sync (the document write has its own).
@@ -58,11 +66,19 @@ class PostgresEmbeddingCache:
             (
                 self._tables(
                     "INSERT INTO {embedding_cache} AS e (model, content_hash, embedding)"
-                    " SELECT %s, h, v::vector FROM unnest(%b::text[], %b::text[]) AS u(h, v)"
+                    " SELECT %(model)s, u.hash,"
+                    " (%(values)b::float8[])[u.vector_end - %(dims)s + 1 : u.vector_end]::vector"
+                    " FROM unnest(%(hashes)b::text[], %(ends)b::integer[]) AS u(hash, vector_end)"
                     " ON CONFLICT (model, content_hash) DO UPDATE"
                     " SET embedding = EXCLUDED.embedding, created_at = now()"
                 ),
-                (model, hashes, [vector_literal(vectors[h]) for h in hashes]),
+                {
+                    "model": model,
+                    "hashes": hashes,
+                    "values": values,
+                    "ends": ends,
+                    "dims": dimensions.pop(),
+                },
             ),
             durable=False,
         )

@@ -34,7 +34,7 @@ from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
     json_copy,
-    vector_literal,
+    packed_vectors,
 )
 from rag_plugin.stores.postgres.words import (
     chunk_words,
@@ -60,7 +60,6 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class _PreparedChunk:
     chunk: ChunkInput
-    vector: str
     metadata: dict[str, Any]
     term_frequencies: Counter[str]
     length: int
@@ -101,7 +100,6 @@ def prepare_document(
         prepared.append(
             _PreparedChunk(
                 chunk=chunk,
-                vector=vector_literal(chunk.embedding),
                 metadata=json_copy(chunk.metadata, "chunk metadata"),
                 term_frequencies=Counter(tokens),
                 length=len(tokens),
@@ -332,6 +330,7 @@ def _insert_chunks(
     if not items:
         return 0
     created = created_at.isoformat()
+    values, ends = packed_vectors([item.chunk.embedding for _, _, item in items])
     metadata = []
     for _, prepared, item in items:
         # The store's own keys win, so a filter on source or title always means the document's.
@@ -347,11 +346,12 @@ def _insert_chunks(
             "INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key, content,"
             " start_offset, end_offset, metadata, token_count, dimensions, metric, embedding)"
             " SELECT %(coll)s, u.doc, u.idx, u.doc || '_' || u.idx, u.content, u.start_at,"
-            " u.end_at, u.metadata::jsonb, u.length, %(dims)s, %(metric)s, u.embedding::vector"
+            " u.end_at, u.metadata::jsonb, u.length, %(dims)s, %(metric)s,"
+            " (%(values)b::float8[])[u.vector_end - %(dims)s + 1 : u.vector_end]::vector"
             " FROM unnest(%(doc)b::text[], %(idx)b::integer[], %(content)b::text[],"
             " %(start)b::integer[], %(end)b::integer[], %(metadata)b::text[],"
-            " %(length)b::integer[], %(embedding)b::text[])"
-            " AS u(doc, idx, content, start_at, end_at, metadata, length, embedding)"
+            " %(length)b::integer[], %(ends)b::integer[])"
+            " AS u(doc, idx, content, start_at, end_at, metadata, length, vector_end)"
         ),
         {
             "coll": row.id,
@@ -364,7 +364,8 @@ def _insert_chunks(
             "end": [item.chunk.end_offset for _, _, item in items],
             "metadata": metadata,
             "length": [item.length for _, _, item in items],
-            "embedding": [item.vector for _, _, item in items],
+            "values": values,
+            "ends": ends,
         },
     )
     # Postings before the vocabulary: the crash test holds the vocabulary to stop a write

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
@@ -285,6 +286,24 @@ def test_cache_round_trips_vectors_per_model(dsn: str, pg_schema: str) -> None:
         assert cache.get_many("m2", ["h1", "h2"]) == {"h1": [0.0, 1.0]}
         assert cache.get_many("m1", []) == {}
         assert len(cache) == 3
+    finally:
+        cache.close()
+
+
+def test_cache_keeps_every_digit_a_real_holds_and_refuses_mixed_lengths(
+    dsn: str, pg_schema: str
+) -> None:
+    cache = PostgresEmbeddingCache(dsn, pg_schema)
+    vector = [0.1, -1 / 3, 2.5e-8, 123.456]
+    try:
+        cache.put_many("m", {"a": vector, "b": list(reversed(vector))})
+        # pgvector stores float4: each value comes back as its nearest float4, read as the
+        # shortest decimal that names that float4.
+        as_real = [float(str(np.float32(x))) for x in vector]
+        assert cache.get_many("m", ["a", "b"]) == {"a": as_real, "b": as_real[::-1]}
+        with pytest.raises(InvalidInputError, match=r"one non-zero length, got lengths \[1, 2\]"):
+            cache.put_many("m", {"c": [1.0], "d": [1.0, 2.0]})
+        assert cache.get_many("m", ["c", "d"]) == {}
     finally:
         cache.close()
 
