@@ -170,19 +170,28 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
 
 # The fuzzy leg's shortcuts, forced on this small corpus: "ties" walks chunks in id order to
 # break every tie instead of sending the tied ids to SQL; "perfect-walk" finds all-words chunks
-# by walking chunks in id order rather than through the rarest word's postings.
-FUZZY_PATHS = {
+# by walking chunks in id order rather than through the rarest word's postings; "probe-left-out"
+# and "read-left-out" settle the chunks that only left-out words could lift by probing them,
+# or by reading those words' postings in full.
+FUZZY_PATHS: dict[str, dict[str, object]] = {
     "default": {},
     "ties": {"_TIES_SENT": 0},
     "perfect-walk": {"_PERFECT_PROBES": 0, "_PERFECT_WALK": 200, "_TIES_SENT": 0},
+    "probe-left-out": {"_PROBE_COST": 0},
+    "read-left-out": {"_PROBE_COST": 10**9},
 }
 
 
 @pytest.fixture(params=sorted(FUZZY_PATHS))
 def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Which fuzzy path is forced; asserts afterwards that it was taken."""
-    taken = {"perfect": 0, "walk": 0}
+    taken = {"perfect": 0, "walk": 0, "left-out": 0}
     perfect, walk = postgres_fuzzy._perfect, postgres_fuzzy._walk_ties
+    probe_cost = postgres_fuzzy._probe_cost
+
+    def spy_probe_cost(words: int) -> float:
+        taken["left-out"] += 1  # asked only when some chunks may need left-out words
+        return probe_cost(words)
 
     def spy_perfect(*args: object, **kwargs: object) -> object:
         found = perfect(*args, **kwargs)  # type: ignore[arg-type]
@@ -195,12 +204,15 @@ def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(postgres_fuzzy, "_perfect", spy_perfect)
     monkeypatch.setattr(postgres_fuzzy, "_walk_ties", spy_walk)
+    monkeypatch.setattr(postgres_fuzzy, "_probe_cost", spy_probe_cost)
     for name, value in FUZZY_PATHS[request.param].items():
         monkeypatch.setattr(postgres_fuzzy, name, value)
     yield request.param
     assert taken["perfect"] > 0
-    if request.param != "default":
+    if "_TIES_SENT" in FUZZY_PATHS[request.param]:
         assert taken["walk"] > 0
+    if "_PROBE_COST" in FUZZY_PATHS[request.param]:
+        assert taken["left-out"] > 0
 
 
 def test_fuzzy_scores_and_corrections_equal_the_in_memory_index_exactly(
