@@ -9,9 +9,9 @@ It makes a database of its own on the embedded PostgreSQL (``migrate_schemas`` +
 embedding cache) and, as alice of tenant acme, ``POST /api/rag/ingest``s the first N SciFact
 documents (title + text) one request each. In the same run the bare model —
 ``TextEmbedding.embed`` of the same loaded ONNX model — embeds exactly the chunks the API
-made, in the calls the server's embedder makes, before and after the API pass (the mean
-counts, so load drift on a shared machine hits both sides alike). Then the same documents
-are ingested again: unchanged sources, which the API recognises and does not redo.
+made, in the calls the server's embedder makes, right next to each request (alternately
+before and after it, so load drift on a shared machine hits both sides alike). Then the same
+documents are ingested again: unchanged sources, which the API recognises and does not redo.
 
 Reports: first ingest seconds, model seconds, overhead = (API − model) / model, re-ingest
 seconds and first / re-ingest.
@@ -75,22 +75,36 @@ def portal(url: str) -> Iterator[httpx.Client]:
 
 
 def ingest_all(
-    client: httpx.Client, documents: list[dict[str, str]], batch: int
-) -> tuple[float, int]:
+    client: httpx.Client,
+    documents: list[dict[str, str]],
+    batch: int,
+    model_calls: list[list[list[str]]] | None = None,
+) -> tuple[float, float, int]:
     """POST every document, one request each or ``batch`` per request; return the seconds
-    and chunks created."""
+    the requests took, the seconds the bare model took and the chunks created.
+
+    With ``model_calls`` (the model's calls per request, from :func:`model_batches`), the bare
+    model embeds each request's chunks right next to that request, before it on even requests
+    and after it on odd ones, so a drift in the machine's speed hits both sides alike.
+    """
     chunks = 0
-    started = time.perf_counter()
-    for request in requests(documents, batch):
+    api = model = 0.0
+    for number, request in enumerate(requests(documents, batch)):
+        if model_calls is not None and number % 2 == 0:
+            model += bare_model_seconds(model_calls[number])
+        started = time.perf_counter()
         if batch:
             body: dict[str, Any] = {"collection": SOURCE, "documents": request}
             response = client.post("/api/rag/ingest/batch", json=body)
         else:
             response = client.post("/api/rag/ingest", json={"collection": SOURCE, **request[0]})
+        api += time.perf_counter() - started
         if response.status_code != 200:
             raise RuntimeError(f"ingest failed: {response.status_code} {response.text}")
         chunks += int(response.json()["chunks_created"])
-    return time.perf_counter() - started, chunks
+        if model_calls is not None and number % 2 == 1:
+            model += bare_model_seconds(model_calls[number])
+    return api, model, chunks
 
 
 def requests(documents: list[dict[str, str]], batch: int) -> list[list[dict[str, str]]]:
@@ -101,9 +115,9 @@ def requests(documents: list[dict[str, str]], batch: int) -> list[list[dict[str,
 
 def model_batches(
     documents: list[dict[str, str]], chunker: TextChunker, batch: int
-) -> list[list[str]]:
-    """The texts of each call the server's embedder makes to the model: per request, its
-    distinct chunks, in batches of similar length."""
+) -> list[list[list[str]]]:
+    """Per request, the texts of each call the server's embedder makes to the model: the
+    request's distinct chunks, in batches of similar length."""
     calls = []
     for request in requests(documents, batch):
         texts = list(
@@ -111,8 +125,8 @@ def model_batches(
                 normalize_for_dedup(c.content) for d in request for c in chunker.chunk(d["content"])
             )
         )
-        for positions in length_batches([len(text) for text in texts], CPU_BATCH_SIZE):
-            calls.append([texts[position] for position in positions])
+        positions = length_batches([len(text) for text in texts], CPU_BATCH_SIZE)
+        calls.append([[texts[position] for position in group] for group in positions])
     return calls
 
 
@@ -190,24 +204,19 @@ def main() -> None:
     if args.store_only:
         _print(store_write(documents, chunker), as_json=args.json)
         return
-    batches = model_batches(documents, chunker, args.batch)
+    calls = model_batches(documents, chunker, args.batch)
     bare_model_seconds([["warm up the model"]])  # loads it; not timed
-    model_before = bare_model_seconds(batches)
     with launch.scratch_database("bench_ingest") as url, portal(url) as client:
         # The worker loads the model on its first embedding; that is start-up, not ingest.
         client.post("/api/rag/ingest", json={"collection": SOURCE, "content": "warm up " * 10})
-        first, chunks = ingest_all(client, documents, args.batch)
-        model_after = bare_model_seconds(batches)
-        again, chunks_again = ingest_all(client, documents, args.batch)
-    model = (model_before + model_after) / 2
+        first, model, chunks = ingest_all(client, documents, args.batch, calls)
+        again, _, chunks_again = ingest_all(client, documents, args.batch)
     report: dict[str, Any] = {
         "documents": len(documents),
         "documents_per_request": args.batch or 1,
         "chunks": chunks,
         "first_ingest_s": round(first, 2),
         "model_s": round(model, 2),
-        "model_before_s": round(model_before, 2),
-        "model_after_s": round(model_after, 2),
         "overhead": round((first - model) / model, 3),
         "reingest_s": round(again, 2),
         "reingest_chunks": chunks_again,
