@@ -274,16 +274,7 @@ def fuzzy_search(
         skipped = set(left_out)
         state.add(_postings(conn, tables, row, [w for w in rest if w not in skipped], filters))
         if left_out:
-            ids, best = state.matrix()
-            floor = max(floor, _nth(state.combine(best), n))
-            upper = state.combine(np.maximum(best, np.asarray(residual)[:, None]))
-            unsure = ~np.isin(ids, seed_ids) & (upper >= floor)
-            # Probing is one index descent per chunk; when most chunks are unsure, reading the
-            # left-out words' postings in full is cheaper (measured: 83k probes took 0.5 s).
-            if int(unsure.sum()) * _probe_cost(len(left_out)) > sum(df[w] for w in left_out):
-                state.add(_postings(conn, tables, row, left_out, filters))
-            else:
-                state.add(_probe(conn, tables, ids[unsure], left_out))
+            _settle_left_out(conn, tables, row, state, left_out, df, seed_ids, floor, n, filters)
     ids, best = state.matrix()
     scores = state.combine(best)
     keep = scores > 0.0
@@ -299,6 +290,50 @@ def fuzzy_search(
     ).fetchall()
     # float8 round-trips exactly, so SQL's order and the returned scores are Python's.
     return [ScoredChunk(chunk_record(r), float(r[-1])) for r in rows]
+
+
+def _settle_left_out(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    state: _Scores,
+    left_out: list[str],
+    df: dict[str, int],
+    settled: IntArray,
+    floor: float,
+    n: int,
+    filters: str | None,
+) -> None:
+    """Give every chunk that can still reach the top ``n`` its similarities to the left-out
+    words (the ``settled`` chunks already have them).
+
+    The words go in tiers of their best similarity, highest first: after each tier the
+    words still out can lift a chunk less, so fewer chunks stay unsure (their upper bound
+    reaches the floor θ) — the commonest words, often the least similar ones (``the`` is two
+    edits from ``tkh``), then rarely need reading. A chunk once below θ stays below: its
+    bound only falls as tiers are settled and θ only rises.
+    """
+    level = {word: max(state.close[word].values()) for word in left_out}
+    remaining = sorted(left_out, key=lambda word: (-level[word], word))
+    while remaining:
+        ids, best = state.matrix()
+        floor = max(floor, _nth(state.combine(best), n))
+        residual = np.zeros(state.width)
+        for word in remaining:
+            for position, similarity in state.close[word].items():
+                residual[position] = max(residual[position], similarity)
+        upper = state.combine(np.maximum(best, residual[:, None]))
+        unsure = ~np.isin(ids, settled) & (upper >= floor)
+        if not unsure.any():
+            return
+        tier = [word for word in remaining if level[word] == level[remaining[0]]]
+        remaining = remaining[len(tier) :]
+        # Probing is one index descent per chunk; when most chunks are unsure, reading the
+        # tier's postings in full is cheaper (measured: 83k probes took 0.5 s).
+        if int(unsure.sum()) * _probe_cost(len(tier)) > sum(df[word] for word in tier):
+            state.add(_postings(conn, tables, row, tier, filters))
+        else:
+            state.add(_probe(conn, tables, ids[unsure], tier))
 
 
 def _break_ties(
