@@ -55,8 +55,9 @@ class LoginOutput(serializers.Serializer):  # type: ignore[type-arg]
     expires_in = serializers.IntegerField()
 
 
-class IngestInput(InputSerializer):
-    collection = CollectionField()
+class DocumentFields(InputSerializer):
+    """What describes one document to ingest (SPEC A2's fields)."""
+
     content = StrictCharField(trim_whitespace=False)
     title = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
     # DRF collects declared fields, so a field may be named like Field.source.
@@ -66,6 +67,12 @@ class IngestInput(InputSerializer):
     tags = serializers.ListField(
         child=StrictCharField(max_length=100), required=False, max_length=MAX_TAGS, default=list
     )
+
+
+class IngestOptions(InputSerializer):
+    """Where and how documents are ingested, for one document or a batch."""
+
+    collection = CollectionField()
     chunking_strategy = StrictCharField(required=False, allow_null=True, default=None)
     shared = StrictBooleanField(required=False, default=False)
 
@@ -78,6 +85,10 @@ class IngestInput(InputSerializer):
             raise serializers.ValidationError(str(exc)) from None
 
 
+class IngestInput(IngestOptions, DocumentFields):
+    pass
+
+
 class IngestOutput(serializers.Serializer):  # type: ignore[type-arg]
     chunks_created = serializers.IntegerField()
     document_ids = serializers.ListField(child=serializers.CharField())
@@ -88,17 +99,8 @@ class IngestOutput(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class IngestDocumentInput(InputSerializer):
+class IngestDocumentInput(DocumentFields):
     """One document of a batch: the fields of /rag/ingest that describe a document."""
-
-    content = StrictCharField(trim_whitespace=False)
-    title = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
-    source = StrictCharField(  # type: ignore[assignment]
-        required=False, allow_blank=True, max_length=1000, default=""
-    )
-    tags = serializers.ListField(
-        child=StrictCharField(max_length=100), required=False, max_length=MAX_TAGS, default=list
-    )
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
@@ -108,15 +110,10 @@ class IngestDocumentInput(InputSerializer):
         return super().to_internal_value(data)
 
 
-class IngestBatchInput(InputSerializer):
-    collection = CollectionField()
+class IngestBatchInput(IngestOptions):
     documents = serializers.ListField(
         child=IngestDocumentInput(), min_length=1, max_length=MAX_BATCH_DOCUMENTS
     )
-    chunking_strategy = StrictCharField(required=False, allow_null=True, default=None)
-    shared = StrictBooleanField(required=False, default=False)
-
-    validate_chunking_strategy = IngestInput.validate_chunking_strategy
 
     def validate_documents(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         first: dict[str, int] = {}

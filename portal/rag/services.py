@@ -72,21 +72,17 @@ def document_ingest(
         chunking_strategy=chunking_strategy,
         shared=shared,
     )
-    logger.info(
+    _log_ingest(
         "rag.ingest",
-        extra={
-            "event": "rag.ingest",
-            "tenant": scope.schema_name,
-            "user": user.get_username(),
-            "collection": collection,
-            "shared": shared,
-            "document_id": result.document.id,
-            "chunks": len(result.chunks),
-            "unchanged": result.unchanged,
-            "embedded_texts": embedder.stats.texts_embedded,
-            "cache_hits": embedder.stats.cache_hits,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-        },
+        scope,
+        user,
+        collection,
+        shared,
+        embedder,
+        started,
+        document_id=result.document.id,
+        chunks=len(result.chunks),
+        unchanged=result.unchanged,
     )
     return DocumentIngested(collection, result)
 
@@ -110,23 +106,46 @@ def documents_ingest(
         chunking_strategy=chunking_strategy,
         shared=shared,
     )
-    logger.info(
+    _log_ingest(
         "rag.ingest_batch",
+        scope,
+        user,
+        collection,
+        shared,
+        embedder,
+        started,
+        documents=len(results),
+        unchanged=sum(result.unchanged for result in results),
+        chunks=sum(len(result.chunks) for result in results),
+    )
+    return DocumentsIngested(collection, results)
+
+
+def _log_ingest(
+    event: str,
+    scope: Scope,
+    user: AbstractBaseUser,
+    collection: str,
+    shared: bool,
+    embedder: Embedder,
+    started: float,
+    **counts: object,
+) -> None:
+    """One structured line per ingest request (SPEC O3): who, where, what, how long."""
+    logger.info(
+        event,
         extra={
-            "event": "rag.ingest_batch",
+            "event": event,
             "tenant": scope.schema_name,
             "user": user.get_username(),
             "collection": collection,
             "shared": shared,
-            "documents": len(results),
-            "unchanged": sum(result.unchanged for result in results),
-            "chunks": sum(len(result.chunks) for result in results),
+            **counts,
             "embedded_texts": embedder.stats.texts_embedded,
             "cache_hits": embedder.stats.cache_hits,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
-    return DocumentsIngested(collection, results)
 
 
 def _ingest(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.conftest import PortalServer
+from tests.conftest import LOGS, PortalServer
 
 ACME = "acme.localhost"
 TEXTS = [
@@ -134,3 +135,29 @@ def test_a_batch_needs_the_source_on_the_allowlist(
             "/api/rag/ingest/batch", json={"collection": source, "documents": [GOOD]}
         )
     assert response.status_code == 403, response.text
+
+
+def test_a_batch_writes_one_structured_log_line(portal_server: PortalServer, source: str) -> None:
+    documents = [{"content": TEXTS[0], "source": "a.md"}, {"content": TEXTS[1]}]
+    with portal_server.api(ACME, "alice") as api:
+        response = api.post(
+            "/api/rag/ingest/batch", json={"collection": source, "documents": documents}
+        )
+    assert response.status_code == 200, response.text
+
+    # The server's log reaches its file a moment after the response.
+    deadline = time.monotonic() + 10
+    while True:
+        lines = (LOGS / "portal-server-test.log").read_text().splitlines()
+        events = [json.loads(line) for line in lines if '"rag.ingest_batch"' in line]
+        found = [e for e in events if e["collection"] == source]
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    (event,) = found
+    assert (event["tenant"], event["user"], event["shared"]) == ("acme", "alice", False)
+    assert (event["documents"], event["unchanged"]) == (2, 0)
+    assert event["chunks"] == response.json()["chunks_created"]
+    # Every chunk is distinct: embedded now or found in the tenant's cache (earlier tests).
+    assert event["embedded_texts"] + event["cache_hits"] == event["chunks"]
+    assert event["duration_ms"] > 0
