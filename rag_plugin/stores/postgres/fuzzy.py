@@ -58,6 +58,7 @@ _FILTER = (
 _PROBE_COST = 8
 """About how many posting rows read in order cost as much as probing one chunk's words."""
 
+
 def _probe_cost(words: int) -> float:
     """About how many posting rows read in order cost as much as probing one chunk for
     ``words`` words: the probe walks the chunk's words against the sorted list, so the cost
