@@ -62,7 +62,8 @@ class RagVectorStore(BasePydanticVectorStore):
         return self._collection
 
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
-        """Store the nodes, one upsert per ``ref_doc_id``; return the stored chunk ids."""
+        """Store the nodes as one document per ``ref_doc_id``, all in one store write (all of
+        them or none); return the stored chunk ids."""
         groups: dict[str, list[BaseNode]] = {}
         for node in nodes:
             if node.ref_doc_id is None:
@@ -71,16 +72,20 @@ class RagVectorStore(BasePydanticVectorStore):
                     "into nodes with a node parser first."
                 )
             groups.setdefault(node.ref_doc_id, []).append(node)
-        chunk_ids: list[str] = []
+        documents = []
         for ref_doc_id, members in groups.items():
             chunks = [_chunk_input(node, position) for position, node in enumerate(members)]
             title = members[0].metadata.get("title", "")
             document = DocumentInput(
                 source=ref_doc_id, title=title if isinstance(title, str) else ""
             )
-            record = self._store.upsert_document(self._collection, document, chunks)
-            chunk_ids.extend(f"{record.id}_{chunk.index}" for chunk in chunks)
-        return chunk_ids
+            documents.append((document, chunks))
+        records = self._store.upsert_documents(self._collection, documents)
+        return [
+            f"{record.id}_{chunk.index}"
+            for record, (_, chunks) in zip(records, documents, strict=True)
+            for chunk in chunks
+        ]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete the document added under ``ref_doc_id`` (or with that document id)."""

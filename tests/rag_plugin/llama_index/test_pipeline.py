@@ -206,6 +206,24 @@ def test_nodes_without_embeddings_or_offsets_are_refused(
         vector_store.add([no_offsets])
 
 
+def test_add_writes_every_document_or_none(store: MemoryStore, collection: CollectionInfo) -> None:
+    vector_store = RagVectorStore(store, collection)
+    good = TextNode(text="a good node", embedding=[0.25] * 16, start_char_idx=0, end_char_idx=11)
+    good.relationships[NodeRelationship.SOURCE] = Document(id_="a").as_related_node_info()
+    bad = TextNode(text="a short one", embedding=[0.25] * 3, start_char_idx=0, end_char_idx=11)
+    bad.relationships[NodeRelationship.SOURCE] = Document(id_="b").as_related_node_info()
+    before = store.get_collection("wildlife")
+
+    with pytest.raises(InvalidInputError, match="expected 16 dimensions, got 3"):
+        vector_store.add([good, bad])
+    after = store.get_collection("wildlife")
+    assert after.document_count == before.document_count
+
+    ids = vector_store.add([good])
+    (document,) = [d for d in store.list_documents(collection) if d.source == "a"]
+    assert ids == [f"{document.id}_0"]
+
+
 def test_retriever_query_bundle_strings_are_validated(
     store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
 ) -> None:
