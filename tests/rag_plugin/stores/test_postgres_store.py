@@ -109,7 +109,7 @@ def test_migration_4_backfills_the_word_postings_of_existing_chunks(
         # Back to version 3: no word tables (and none of the later migrations).
         for name in ("rag_words", "rag_word_vocabulary"):
             conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(pg_schema, name)))
-        for index in ("rag_postings_by_impact", "rag_chunks_key_by_id"):
+        for index in ("rag_postings_by_impact", "rag_chunks_key_by_id", "rag_vocabulary_trigrams"):
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(pg_schema, index)))
         conn.execute(
             sql.SQL("DELETE FROM {} WHERE version >= 4").format(
