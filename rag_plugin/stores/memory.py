@@ -18,6 +18,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,34 @@ logger = logging.getLogger(__name__)
 
 FILE_NAME = "memory_store.json"
 _FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A document to store, with its vectors and metadata validated and copied."""
+
+    document: DocumentInput
+    chunks: Sequence[ChunkInput]
+    vectors: list[Vector]
+    metadata: dict[str, Any]
+    chunk_metadata: list[dict[str, Any]]
+
+    @classmethod
+    def of(
+        cls, target: MemoryCollection, document: DocumentInput, chunks: Sequence[ChunkInput]
+    ) -> _Checked:
+        """Validate one document for ``target``; raises before anything changes."""
+        vectors = [to_vector(chunk.embedding, target.info.dimensions) for chunk in chunks]
+        indexes = [chunk.index for chunk in chunks]
+        if len(set(indexes)) != len(indexes):
+            raise InvalidInputError(f"Chunk indexes must be unique, got {sorted(indexes)}.")
+        return cls(
+            document=document,
+            chunks=chunks,
+            vectors=vectors,
+            metadata=_json_copy(document.metadata, "document metadata"),
+            chunk_metadata=[_json_copy(chunk.metadata, "chunk metadata") for chunk in chunks],
+        )
 
 
 class MemoryStore(Store):
@@ -142,38 +171,19 @@ class MemoryStore(Store):
         with self._lock:
             target = self._resolve(collection)
             check_distinct_sources(documents)
-            checked = [self._checked(target, document, chunks) for document, chunks in documents]
+            checked = [_Checked.of(target, document, chunks) for document, chunks in documents]
             created_at = datetime.now(UTC)
-            records = [self._put(target, created_at, *item) for item in checked]
+            records = [self._put(target, created_at, item) for item in checked]
             self._changed()
             return records
 
-    @staticmethod
-    def _checked(
-        target: MemoryCollection, document: DocumentInput, chunks: Sequence[ChunkInput]
-    ) -> tuple[DocumentInput, Sequence[ChunkInput], list[Vector], list[dict[str, Any]]]:
-        """The document with its chunks' vectors and metadata validated (raises, changes
-        nothing)."""
-        vectors = [to_vector(chunk.embedding, target.info.dimensions) for chunk in chunks]
-        indexes = [chunk.index for chunk in chunks]
-        if len(set(indexes)) != len(indexes):
-            raise InvalidInputError(f"Chunk indexes must be unique, got {sorted(indexes)}.")
-        _json_copy(document.metadata, "document metadata")
-        own_metadata = [_json_copy(chunk.metadata, "chunk metadata") for chunk in chunks]
-        return document, chunks, vectors, own_metadata
-
     def _put(
-        self,
-        target: MemoryCollection,
-        created_at: datetime,
-        document: DocumentInput,
-        chunks: Sequence[ChunkInput],
-        vectors: list[Vector],
-        own_metadata: list[dict[str, Any]],
+        self, target: MemoryCollection, created_at: datetime, checked: _Checked
     ) -> DocumentRecord:
         """Store one checked document, replacing the one with its source."""
+        document, chunks = checked.document, checked.chunks
         tags = [str(tag) for tag in document.tags]
-        doc_metadata = _json_copy(document.metadata, "document metadata")
+        doc_metadata = checked.metadata
         existing = target.document_for_source(document.source)
         if existing is not None:
             target.remove_document(existing)
@@ -209,7 +219,9 @@ class MemoryStore(Store):
                 ),
                 vector,
             )
-            for chunk, vector, metadata in zip(chunks, vectors, own_metadata, strict=True)
+            for chunk, vector, metadata in zip(
+                chunks, checked.vectors, checked.chunk_metadata, strict=True
+            )
         ]
         self._sequence += 1
         target.add_document(record, stored, self._sequence)
