@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_COLLECTION_ANALYZER",
     "IngestResult",
     "StoredSource",
+    "content_too_small",
     "get_or_create_collection",
     "ingest_text",
     "ingest_texts",
@@ -159,8 +160,7 @@ def ingest_texts(
             continue
         pieces = chunker.chunk(documents[position][0])
         if not pieces:
-            where = "" if single else f"documents[{position}]: "
-            raise InvalidInputError(f"{where}Content too small to chunk")
+            raise content_too_small(position, len(documents))
         changed.append((position, wanted, pieces))
     if changed:
         vectors = iter(embedder.embed([p.content for _, _, pieces in changed for p in pieces]))
@@ -184,6 +184,12 @@ def ingest_texts(
         for (position, _, _), record, (_, inputs) in zip(changed, records, writes, strict=True):
             results[position] = IngestResult(record, _stored_chunks(record, inputs))
     return [result for result in results if result is not None]
+
+
+def content_too_small(position: int, count: int) -> InvalidInputError:
+    """The error for a text too small to chunk: ``documents[i]`` named when there are several."""
+    where = "" if count == 1 else f"documents[{position}]: "
+    return InvalidInputError(f"{where}Content too small to chunk")
 
 
 def _stored_under(

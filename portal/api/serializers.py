@@ -16,7 +16,12 @@ from portal.api.fields import (
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.search import SearchStrategy
-from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, validate_collection_name
+from rag_plugin.stores.base import (
+    MAX_COLLECTION_NAME_LENGTH,
+    DocumentInput,
+    check_distinct_sources,
+    validate_collection_name,
+)
 
 MAX_QUERY_CHARS = 10_000
 MAX_TAGS = 50
@@ -116,15 +121,10 @@ class IngestBatchInput(IngestOptions):
     )
 
     def validate_documents(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        first: dict[str, int] = {}
-        for position, document in enumerate(value):
-            source = document["source"]
-            if source and source in first:
-                raise serializers.ValidationError(
-                    f"documents {first[source]} and {position} have the same source "
-                    f"{source!r}; a collection holds one document per source."
-                )
-            first.setdefault(source, position)
+        try:
+            check_distinct_sources([(DocumentInput(source=d["source"]), None) for d in value])
+        except InvalidInputError as exc:
+            raise serializers.ValidationError(str(exc)) from None
         return value
 
 

@@ -18,10 +18,11 @@ from portal.rag.scope import Scope, scope_for
 from portal.rag.selectors import document_find
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
 from rag_plugin.embedding.base import Embedder
-from rag_plugin.exceptions import CollectionNotFoundError, InvalidInputError
+from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.ingest import (
     IngestResult,
     StoredSource,
+    content_too_small,
     get_or_create_collection,
     ingest_texts,
 )
@@ -175,8 +176,7 @@ def _ingest(
         # one (an existing collection gets the same error from ingest_texts).
         for position, document in enumerate(documents):
             if not chunker.chunk(document.content):
-                where = "" if len(documents) == 1 else f"documents[{position}]: "
-                raise InvalidInputError(f"{where}Content too small to chunk") from None
+                raise content_too_small(position, len(documents)) from None
         # New collections get the library's default analyzer (English: stopwords + stemming,
         # chosen by bench/quality.py); existing ones keep theirs.
         info = get_or_create_collection(
