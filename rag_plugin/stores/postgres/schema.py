@@ -245,6 +245,21 @@ _TRIGRAMS = (
     """,
 )
 
+# A short query word's near entries are found by reading its whole length window and checking
+# each entry's distance in Python (correction.near_terms): with the entries in the length index
+# that read touches no table rows. The df stays out of the index, so df updates stay HOT.
+_LENGTH_COVERING = tuple(
+    statement
+    for table, column in (("rag_vocabulary", "term"), ("rag_word_vocabulary", "word"))
+    for statement in (
+        f"DROP INDEX {{schema}}.{table}_length",
+        f"""
+        CREATE INDEX {table}_length ON {{schema}}.{table}
+            (collection_id, char_length({column})) INCLUDE ({column})
+        """,
+    )
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -257,6 +272,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "chunk keys by row id, for ordering candidates without the rows", _KEYS_BY_ID),
     Migration(7, "postings key covers tf and dl, so BM25 probes skip the table", _PROBE_COVERING),
     Migration(8, "trigram indexes on both vocabularies, for near-word lookups", _TRIGRAMS),
+    Migration(9, "length indexes of both vocabularies cover the entries", _LENGTH_COVERING),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
