@@ -3,16 +3,20 @@
 A chunk's score (:func:`~rag_plugin.lexical.fuzzy.fuzzy_score`) depends only on, for each query
 word, the best similarity among the chunk's words within ``max_distance`` edits. So the search
 never reads chunk texts: the word vocabulary (``words.py``) gives every *close word* of each
-query word (length window and partition filter in SQL, exact distances by rapidfuzz), the word
+query word (:func:`~rag_plugin.stores.postgres.correction.near_terms`, exact distances by
+rapidfuzz), the word
 postings give the chunks holding them, and numpy combines the similarities per chunk in query
 order exactly as FuzzyIndex does, so the floats are equal bit for bit. Only chunks holding a
 close word can score above 0, so the candidates are exact too.
 
 Pruning (MaxScore over close words), so common words' long posting lists are rarely read:
 
-1. Seed: the postings of the rarest close words give some chunks; probing those chunks for
-   every other close word gives their exact scores, and the ``n``-th best is a floor θ for the
-   final ``n``-th score.
+1. Seed: the postings of each query word's closest words (an exact match, usually) and of a
+   few more close rare words give some chunks with partial scores. The likeliest best of them
+   (counting the query words they lack at what a random chunk would expect: most chunks are
+   two edits from a three-letter word) are probed for every other close word, and the
+   ``n``-th best score is a floor θ for the final ``n``-th score. A chunk holding two query
+   words exactly is found here even when each word alone is too common to probe from.
 2. The costliest close words are left out while a chunk holding *only* left-out words stays
    below θ: its score is at most the formula applied to each query word's best left-out
    similarity (the score rises with every similarity, and so do rounded floats).
@@ -50,9 +54,16 @@ from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 __all__ = ["fuzzy_search"]
 
 _FILTER = (
-    " AND chunk_id IN (SELECT id FROM {chunks}"
+    " AND {chunk} IN (SELECT id FROM {chunks}"
     " WHERE collection_id = %(coll)s AND metadata @> %(filters)s::jsonb)"
 )
+
+
+def _chunk_filter(tables: Tables, column: str, filters: str | None) -> sql.Composable:
+    """`` AND <column> IN (the collection's chunks matching filters)``, or nothing."""
+    if not filters:
+        return sql.SQL("")
+    return tables(_FILTER, chunk=sql.SQL(column))
 
 
 _PROBE_COST = 8
@@ -84,9 +95,18 @@ _TIES_SENT = 2000
 """Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by id."""
 
 
+_SEED_ROWS = 8000
+"""The most postings read for the query words' closest words before θ is known."""
+
+
 def _seed_size(n: int) -> int:
     # Postings read for the floor θ: enough chunks that n of them are likely good ones.
     return max(8 * n, 200)
+
+
+def _seed_count(n: int) -> int:
+    """How many of the seed's likeliest chunks are probed for every other close word."""
+    return 8 * n
 
 
 class _Scores:
@@ -194,10 +214,11 @@ def _postings(
     return conn.execute(
         tables(
             "SELECT word, array_agg(chunk_id) FROM {words}"
-            " WHERE collection_id = %(coll)s AND word = ANY(%(words)s){where} GROUP BY word",
-            where=tables(_FILTER) if filters else sql.SQL(""),
+            " WHERE collection_id = %(coll)s AND word = ANY(%(words)b){where} GROUP BY word",
+            where=_chunk_filter(tables, "chunk_id", filters),
         ),
         {"coll": row.id, "words": words, "filters": filters},
+        binary=True,
     ).fetchall()
 
 
@@ -218,9 +239,10 @@ def _probe(
     return conn.execute(
         tables(
             "SELECT word, array_agg(chunk_id) FROM {words}"
-            " WHERE chunk_id = ANY(%s) AND word = ANY(%s) GROUP BY word"
+            " WHERE chunk_id = ANY(%b::bigint[]) AND word = ANY(%b) GROUP BY word"
         ),
         (chunk_ids.tolist(), words),
+        binary=True,
     ).fetchall()
 
 
@@ -243,29 +265,25 @@ def fuzzy_search(
     if perfect is not None:
         return perfect
     state = _Scores(words, close)
-    cheapest = sorted(close, key=lambda word: (df[word], word))
-    # The seed reads the closest words first (their chunks score highest, so θ is high and
-    # more words can be left out below), skipping words too common to probe from.
-    seed: list[str] = []
-    postings = 0
-    for word in sorted(close, key=lambda word: (-max(close[word].values()), df[word], word)):
-        if postings >= _seed_size(n):
-            break
-        if df[word] <= 4 * _seed_size(n):
-            seed.append(word)
-            postings += df[word]
-    seeded = set(seed)
-    rest = [word for word in cheapest if word not in seeded]
+    seed = _seed_words(state, df, n)
     state.add(_postings(conn, tables, row, seed, filters))
+    seeded = set(seed)
+    rest = [word for word in close if word not in seeded]
     if rest:
-        seed_ids, best = state.matrix()
+        # The floor θ: the n-th best score once the likeliest best of the seed's chunks are
+        # probed for every other close word (the rest have lower bounds, valid as well).
+        ids, best = state.matrix()
+        settled = np.zeros(0, dtype=np.int64)
         floor = 0.0
-        if len(seed_ids) >= n:
-            state.add(_probe(conn, tables, seed_ids, rest))
+        if len(ids) >= n:
+            settled = _likeliest(state, ids, best, _expected(state, df, row.chunk_count), n)
+            state.add(_probe(conn, tables, settled, rest))
             floor = _nth(state.combine(state.matrix()[1]), n)
+        # The costliest close words are left out while a chunk holding only left-out words
+        # stays below θ; the others' postings are read in full.
         residual = [0.0] * state.width
         left_out: list[str] = []
-        for word in reversed(rest):  # costliest first
+        for word in sorted(rest, key=lambda word: (-df[word], word)):
             trial = residual.copy()
             for position, similarity in close[word].items():
                 trial[position] = max(trial[position], similarity)
@@ -275,7 +293,7 @@ def fuzzy_search(
         skipped = set(left_out)
         state.add(_postings(conn, tables, row, [w for w in rest if w not in skipped], filters))
         if left_out:
-            _settle_left_out(conn, tables, row, state, left_out, df, seed_ids, floor, n, filters)
+            _settle_left_out(conn, tables, row, state, left_out, df, settled, floor, n, filters)
     ids, best = state.matrix()
     scores = state.combine(best)
     keep = scores > 0.0
@@ -283,7 +301,7 @@ def fuzzy_search(
     rows = conn.execute(
         tables(
             "SELECT {chunk_columns}, t.score FROM (SELECT u.id, u.score, k.chunk_key"
-            "  FROM unnest(%s::bigint[], %s::float8[]) AS u(id, score)"
+            "  FROM unnest(%b::bigint[], %b::float8[]) AS u(id, score)"
             "  JOIN {chunks} k ON k.id = u.id ORDER BY u.score DESC, k.chunk_key LIMIT %s) AS t"
             " JOIN {chunks} c ON c.id = t.id ORDER BY t.score DESC, t.chunk_key"
         ),
@@ -291,6 +309,86 @@ def fuzzy_search(
     ).fetchall()
     # float8 round-trips exactly, so SQL's order and the returned scores are Python's.
     return [ScoredChunk(chunk_record(r), float(r[-1])) for r in rows]
+
+
+def _expected(state: _Scores, df: dict[str, int], chunk_count: int) -> list[tuple[float, float]]:
+    """Per distinct query word, a random chunk's expected best similarity to it and the chance
+    that it holds a close word at all, as if words fell into chunks independently (a chunk
+    holds one of words with ``d`` postings in all with chance ``1 - exp(-d / chunks)``).
+
+    A short query word is two edits from hundreds of words, so most chunks hold one of them
+    and a chunk that lacks the word itself still scores for it; a long word's few close words
+    are rare, and a chunk without them scores nothing for it.
+    """
+    postings: list[dict[float, int]] = [{} for _ in range(state.width)]
+    for word, similarities in state.close.items():
+        for position, similarity in similarities.items():
+            postings[position][similarity] = postings[position].get(similarity, 0) + df[word]
+    expected = []
+    for by_similarity in postings:
+        total, mean, chance = 0, 0.0, 0.0
+        for similarity in sorted(by_similarity, reverse=True):
+            total += by_similarity[similarity]
+            at_least = 1.0 - math.exp(-total / max(chunk_count, 1))
+            mean += similarity * (at_least - chance)
+            chance = at_least
+        expected.append((mean, chance))
+    return expected
+
+
+def _seed_words(state: _Scores, df: dict[str, int], n: int) -> list[str]:
+    """The close words whose postings are read first: each query word's closest words (an
+    exact match, usually), the rarest first, within :data:`_SEED_ROWS` postings; then the
+    closest rare words until :func:`_seed_size` postings."""
+    best = [0.0] * state.width
+    for similarities in state.close.values():
+        for position, similarity in similarities.items():
+            best[position] = max(best[position], similarity)
+    closest = [
+        word
+        for word, similarities in state.close.items()
+        if any(similarity == best[position] for position, similarity in similarities.items())
+    ]
+    seed: list[str] = []
+    rows = 0
+    for word in sorted(closest, key=lambda word: (df[word], word)):
+        if rows + df[word] <= _SEED_ROWS:
+            seed.append(word)
+            rows += df[word]
+    chosen = set(seed)
+    by_closeness = sorted(
+        state.close, key=lambda word: (-max(state.close[word].values()), df[word], word)
+    )
+    for word in by_closeness:
+        if rows >= _seed_size(n):
+            break
+        if word not in chosen and df[word] <= 4 * _seed_size(n):
+            seed.append(word)
+            rows += df[word]
+    return seed
+
+
+def _likeliest(
+    state: _Scores,
+    ids: IntArray,
+    best: FloatArray,
+    expected: list[tuple[float, float]],
+    n: int,
+) -> IntArray:
+    """The :func:`_seed_count` chunks (of ``ids``) likeliest to score best, sorted by id.
+
+    A chunk's estimate is its score with each query word it has no similarity for yet
+    counted at its :func:`_expected` similarity and chance of a match. A chunk holding close
+    words of several query words ranks near the top, and so does one holding a rare query
+    word's close word next to a common neighbourhood. Only the quality of θ depends on it.
+    """
+    weight = np.bincount(state.order, minlength=state.width).astype(float)[:, None]
+    mean = np.asarray([mean for mean, _ in expected])[:, None]
+    chance = np.asarray([chance for _, chance in expected])[:, None]
+    total = (weight * np.maximum(best, mean)).sum(axis=0)
+    matched = (weight * np.where(best > 0.0, 1.0, chance)).sum(axis=0)
+    likeliest = np.argsort(-(total * matched), kind="stable")[: _seed_count(n)]
+    return np.sort(ids[likeliest])
 
 
 def _settle_left_out(

@@ -172,22 +172,25 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
 # break every tie instead of sending the tied ids to SQL; "perfect-walk" finds all-words chunks
 # by walking chunks in id order rather than through the rarest word's postings; "probe-left-out"
 # and "read-left-out" settle the chunks that only left-out words could lift by probing them,
-# or by reading those words' postings in full.
+# or by reading those words' postings in full; "few-probed" probes only n of the seed's chunks
+# for θ (the likeliest), and "seed-without-closest" seeds from rare words alone.
 FUZZY_PATHS: dict[str, dict[str, object]] = {
     "default": {},
     "ties": {"_TIES_SENT": 0},
     "perfect-walk": {"_PERFECT_PROBES": 0, "_PERFECT_WALK": 200, "_TIES_SENT": 0},
     "probe-left-out": {"_PROBE_COST": 0},
     "read-left-out": {"_PROBE_COST": 10**9},
+    "few-probed": {"_seed_count": lambda n: n},
+    "seed-without-closest": {"_SEED_ROWS": 0},
 }
 
 
 @pytest.fixture(params=sorted(FUZZY_PATHS))
 def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Which fuzzy path is forced; asserts afterwards that it was taken."""
-    taken = {"perfect": 0, "walk": 0, "left-out": 0}
+    taken = {"perfect": 0, "walk": 0, "left-out": 0, "likeliest": 0}
     perfect, walk = postgres_fuzzy._perfect, postgres_fuzzy._walk_ties
-    probe_cost = postgres_fuzzy._probe_cost
+    probe_cost, likeliest = postgres_fuzzy._probe_cost, postgres_fuzzy._likeliest
 
     def spy_probe_cost(words: int) -> float:
         taken["left-out"] += 1  # asked only when some chunks may need left-out words
@@ -202,7 +205,13 @@ def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         taken["walk"] += 1
         return walk(*args, **kwargs)  # type: ignore[arg-type]
 
+    def spy_likeliest(state: Any, ids: Any, *args: Any) -> Any:
+        chosen = likeliest(state, ids, *args)
+        taken["likeliest"] += len(chosen) < len(ids)  # some seed chunks were not probed
+        return chosen
+
     monkeypatch.setattr(postgres_fuzzy, "_perfect", spy_perfect)
+    monkeypatch.setattr(postgres_fuzzy, "_likeliest", spy_likeliest)
     monkeypatch.setattr(postgres_fuzzy, "_walk_ties", spy_walk)
     monkeypatch.setattr(postgres_fuzzy, "_probe_cost", spy_probe_cost)
     for name, value in FUZZY_PATHS[request.param].items():
@@ -213,6 +222,8 @@ def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         assert taken["walk"] > 0
     if "_PROBE_COST" in FUZZY_PATHS[request.param]:
         assert taken["left-out"] > 0
+    if "_seed_count" in FUZZY_PATHS[request.param]:
+        assert taken["likeliest"] > 0
 
 
 def test_fuzzy_scores_and_corrections_equal_the_in_memory_index_exactly(
