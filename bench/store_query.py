@@ -330,6 +330,20 @@ def load(
     return collection, spent
 
 
+def index_share(dsn: str, schema: str, collection: CollectionInfo) -> str:
+    """How many vectors the collection's HNSW index holds: every collection of the schema
+    with the same dimension and metric shares it, and the dense leg walks all of them."""
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(
+            sql.SQL(
+                "SELECT count(*), sum(chunk_count) FROM {} WHERE dimensions = %s AND metric = %s"
+            ).format(sql.Identifier(schema, "rag_collections")),
+            (collection.dimensions, collection.metric.value),
+        ).fetchone()
+    collections, vectors = found if found else (0, 0)
+    return f"HNSW index: {vectors:,} vectors of {collections} collection(s) in schema {schema}"
+
+
 def build_index(store: PostgresStore, dsn: str) -> float:
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -489,6 +503,7 @@ def main() -> None:
                     conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, table)))
             print(f"\n== {size} chunks ({mode}) ==")
             print(ingest)
+            print(index_share(dsn, schema, collection))
             out = context.Queue()
             child = context.Process(
                 target=query_process,
