@@ -62,8 +62,8 @@ def _like(piece: str) -> str:
 
 
 def _trigram_served(word: str, max_distance: int) -> bool:
-    """Whether every piece of ``word`` has three characters, so the trigram index finds the
-    entries holding one."""
+    """Whether every piece of ``word`` has three characters or more, so the trigram index
+    finds the entries holding one."""
     return min(len(piece) for piece in _pieces(word, max_distance)) >= 3
 
 
