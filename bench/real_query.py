@@ -1,0 +1,474 @@
+"""Query latency on real text and real queries: PostgresStore vs stock LlamaIndex.
+
+Not a test. Run from the repository root (``make bench-deps`` first for the LlamaIndex rows):
+``PYTHONPATH=. .venv/bin/python bench/real_query.py --chunks 100000 [--schema NAME]``
+``[--queries N] [--clients 4] [--llama-queries 30] [--skip-llama] [--repeat R]``.
+
+Corpus: the SciFact and Vaswani abstracts of ``../shared/eval`` (title + text), cut into
+windows of 16 whitespace words, every window of every document (a document is one source;
+SciFact's have ≈ 14 windows, Vaswani's ≈ 3), until ``--chunks`` chunks: one pass gives
+≈ 99.5k windows, so 100k and 1M chunks repeat the text. Copy ``c ≥ 1`` starts its windows
+``7·c mod 16`` words later (so its chunks are other cuts of the same text, not duplicates)
+and carries the marker word ``copyC`` in every chunk. Vectors come from ``FakeEmbedder(384)``:
+the dense leg's cost does not depend on the values.
+
+Queries: the SciFact **train** claims and the Vaswani queries as typed (902; median 11 words
+with the English analyzer's stopwords, up to 29), and for ``correct_typos`` each with one
+realistic typo in its longest word of six letters or more (an adjacent swap, a dropped, doubled
+or keyboard-neighbour letter, chosen by a seeded RNG).
+
+Measured in a fresh process (its RSS is the app's), one query at a time after a warm-up of 20:
+p50 / p95 / p99 / max of ``CollectionSearcher.search(top_k=10)`` for semantic, bm25, fuzzy,
+hybrid and hybrid with ``correct_typos`` on the typo variants; the 5 slowest queries of each
+strategy with that query's time in every strategy; then hybrid from ``--clients`` processes at
+once (each its own store and connection pool, as gunicorn workers would be). Stock LlamaIndex
+(``VectorStoreIndex`` + ``BM25Retriever`` + ``QueryFusionRetriever``) answers the same queries
+in this run when the corpus has at most 100k chunks; its dense search scans every vector in
+Python, so it gets ``--llama-queries`` of them and the ratio is of the p95s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from portal.embedded_db import database_url
+from rag_plugin.engine import CollectionSearcher
+from rag_plugin.exceptions import CollectionNotFoundError
+from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
+from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.stores.postgres.schema import ensure_vector_index, vector_index_name
+from rag_plugin.testing import FakeEmbedder, fake_vector
+from rag_plugin.vectors import DistanceMetric
+
+DIMENSIONS = 384
+WINDOW = 16
+EVAL = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
+STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid", "hybrid+typos")
+ANALYZER = "english"  # the default of new collections
+LOAD_BATCH = 50  # documents per upsert_documents transaction
+
+
+def documents() -> list[tuple[str, list[str]]]:
+    """(id, words) of every SciFact and Vaswani document, title first, in file order."""
+    found = []
+    for name in ("scifact", "vaswani"):
+        with open(EVAL / name / "corpus.jsonl", encoding="utf-8") as corpus:
+            for line in corpus:
+                doc = json.loads(line)
+                text = f"{doc.get('title', '')} {doc['text']}"
+                found.append((f"{name}-{doc['_id']}", text.split()))
+    return found
+
+
+def windows(words: list[str], offset: int) -> list[str]:
+    """The document's chunks: 16-word windows, the first ``offset`` words a window of their own."""
+    cuts = ([0] if offset else []) + list(range(offset, len(words), WINDOW))
+    return [" ".join(words[s : s + (offset if s == 0 and offset else WINDOW)]) for s in cuts]
+
+
+def corpus(total: int) -> Iterator[tuple[str, list[str]]]:
+    """(source, chunk texts) per document until ``total`` chunks (see the module docstring)."""
+    docs = documents()
+    made = 0
+    copy = 0
+    while True:
+        offset = (7 * copy) % WINDOW
+        marker = f" copy{copy}" if copy else ""
+        for doc_id, words in docs:
+            texts = [t + marker for t in windows(words, offset) if t]
+            texts = texts[: total - made]
+            if not texts:
+                return
+            yield (f"{doc_id}#{copy}", texts)
+            made += len(texts)
+        copy += 1
+
+
+def queries() -> list[str]:
+    """SciFact train claims, then the Vaswani queries, as typed."""
+    found = []
+    for name, split in (("scifact", "train"), ("vaswani", "test")):
+        wanted = set()
+        with open(EVAL / name / "qrels" / f"{split}.tsv", encoding="utf-8") as qrels:
+            next(qrels)
+            for line in qrels:
+                wanted.add(line.split("\t")[0])
+        with open(EVAL / name / "queries.jsonl", encoding="utf-8") as lines:
+            for line in lines:
+                query = json.loads(line)
+                if query["_id"] in wanted:
+                    found.append(" ".join(query["text"].split()))
+    return found
+
+
+_NEIGHBOURS = {
+    "a": "qswz", "b": "vghn", "c": "xdfv", "d": "serfcx", "e": "wsdr", "f": "drtgvc",
+    "g": "ftyhbv", "h": "gyujnb", "i": "ujko", "j": "huikmn", "k": "jiolm", "l": "kop",
+    "m": "njk", "n": "bhjm", "o": "iklp", "p": "ol", "q": "wa", "r": "edft", "s": "awedxz",
+    "t": "rfgy", "u": "yhji", "v": "cfgb", "w": "qase", "x": "zsdc", "y": "tghu", "z": "asx",
+}  # fmt: skip
+
+
+def with_typo(query: str, rng: random.Random) -> str:
+    """``query`` with one typo in its longest all-letter word of six letters or more."""
+    words = query.split()
+    candidates = [i for i, w in enumerate(words) if len(w) >= 6 and w.isalpha()]
+    if not candidates:
+        return query
+    i = max(candidates, key=lambda c: (len(words[c]), -c))
+    word = words[i]
+    at = rng.randrange(1, len(word) - 1)
+    kind = rng.choice(("swap", "drop", "double", "neighbour"))
+    if kind == "swap":
+        word = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+    elif kind == "drop":
+        word = word[:at] + word[at + 1 :]
+    elif kind == "double":
+        word = word[:at] + word[at] + word[at:]
+    else:
+        near = _NEIGHBOURS.get(word[at].lower(), word[at])
+        word = word[:at] + rng.choice(near) + word[at + 1 :]
+    return " ".join([*words[:i], word, *words[i + 1 :]])
+
+
+def quantiles(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return {
+        "p50": statistics.median(ordered),
+        "p95": at(0.95),
+        "p99": at(0.99),
+        "max": ordered[-1],
+    }
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def collection_name(chunks: int) -> str:
+    return f"real_{chunks}"
+
+
+def loaded(store: PostgresStore, chunks: int) -> CollectionInfo | None:
+    """The collection a kept schema already holds at this size, or None (dropped if partial)."""
+    try:
+        found = store.get_collection(collection_name(chunks))
+    except CollectionNotFoundError:
+        return None
+    if found.chunk_count == chunks:
+        return found
+    store.delete_collection(found.name)  # an interrupted load
+    return None
+
+
+def load(store: PostgresStore, dsn: str, chunks: int) -> tuple[CollectionInfo, float, float]:
+    """Load the corpus in bulk (HNSW built after); (collection, load seconds, build seconds)."""
+    collection = store.create_collection(
+        collection_name(chunks),
+        dimensions=DIMENSIONS,
+        embedding_model=FakeEmbedder(DIMENSIONS).model_name,
+        analyzer=ANALYZER,
+    )
+    index = sql.Identifier(store.schema, vector_index_name(DIMENSIONS, DistanceMetric.COSINE))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(index))
+    spent = 0.0
+    batch: list[tuple[DocumentInput, list[ChunkInput]]] = []
+    done, report_at = 0, 20_000
+
+    def flush() -> float:
+        started = time.perf_counter()
+        store.upsert_documents(collection, batch)
+        return time.perf_counter() - started
+
+    for source, texts in corpus(chunks):
+        batch.append(
+            (
+                DocumentInput(source=source),
+                [
+                    ChunkInput(j, t, 0, len(t), fake_vector(t, DIMENSIONS))
+                    for j, t in enumerate(texts)
+                ],
+            )
+        )
+        if len(batch) == LOAD_BATCH:
+            spent += flush()
+            done += sum(len(c) for _, c in batch)
+            batch = []
+            if done >= report_at:
+                print(f"  loaded {done:,} chunks", flush=True)
+                report_at += 20_000
+    if batch:
+        spent += flush()
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute("SET max_parallel_maintenance_workers = 1")
+        ensure_vector_index(
+            conn,
+            store.schema,
+            DIMENSIONS,
+            DistanceMetric.COSINE,
+            m=store.hnsw_m,
+            ef_construction=store.hnsw_ef_construction,
+        )
+    return store.get_collection(collection.name), spent, time.perf_counter() - started
+
+
+def searches(
+    searcher: CollectionSearcher, collection: CollectionInfo, typed: list[str], typos: list[str]
+) -> dict[str, Callable[[int], object]]:
+    def run(strategy: str, texts: list[str], correct: bool) -> Callable[[int], object]:
+        return lambda i: searcher.search(
+            collection, texts[i], strategy=strategy, top_k=10, correct_typos=correct
+        )
+
+    return {
+        "semantic": run("semantic", typed, False),
+        "bm25": run("bm25", typed, False),
+        "fuzzy": run("fuzzy", typed, False),
+        "hybrid": run("hybrid", typed, False),
+        "hybrid+typos": run("hybrid", typos, True),
+    }
+
+
+def one_client(dsn: str, schema: str, name: str, picks: list[int], out: Any) -> None:
+    """Run in a fresh process: every strategy, one query at a time (times in ms per query)."""
+    before = rss_mib()
+    store = PostgresStore(dsn, schema=schema, create_schema=False)
+    collection = store.get_collection(name)
+    typed = queries()
+    rng = random.Random(14)
+    typos = [with_typo(q, rng) for q in typed]
+    run = searches(CollectionSearcher(store, FakeEmbedder(DIMENSIONS)), collection, typed, typos)
+    for strategy in STRATEGIES:  # warm-up: connections, plans, caches
+        for i in picks[:20]:
+            run[strategy](i)
+    times: dict[str, list[float]] = {s: [] for s in STRATEGIES}
+    # Strategies interleaved per query, so machine drift hits them alike.
+    for i in picks:
+        for strategy in STRATEGIES:
+            started = time.perf_counter()
+            run[strategy](i)
+            times[strategy].append((time.perf_counter() - started) * 1000)
+    out.put({"times": times, "rss_start": before, "rss_end": rss_mib()})
+    store.close()
+
+
+def loaded_client(dsn: str, schema: str, name: str, picks: list[int], start: Any, out: Any) -> None:
+    """Run in a fresh process: hybrid over ``picks`` once every client is ready."""
+    store = PostgresStore(dsn, schema=schema, create_schema=False)
+    collection = store.get_collection(name)
+    typed = queries()
+    searcher = CollectionSearcher(store, FakeEmbedder(DIMENSIONS))
+    for i in picks[:10]:
+        searcher.search(collection, typed[i], strategy="hybrid", top_k=10)
+    start.wait()
+    times = []
+    for i in picks:
+        started = time.perf_counter()
+        searcher.search(collection, typed[i], strategy="hybrid", top_k=10)
+        times.append((time.perf_counter() - started) * 1000)
+    out.put(times)
+    store.close()
+
+
+def concurrent(dsn: str, schema: str, name: str, picks: list[int], clients: int) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(clients)
+    out = context.Queue()
+    shards = [picks[c::clients] for c in range(clients)]
+    processes = [
+        context.Process(target=loaded_client, args=(dsn, schema, name, shard, start, out))
+        for shard in shards
+    ]
+    started = time.perf_counter()
+    for process in processes:
+        process.start()
+    times = [t for _ in processes for t in out.get()]
+    for process in processes:
+        process.join()
+    wall = time.perf_counter() - started
+    return {"quantiles": quantiles(times), "count": len(times), "wall_s": wall}
+
+
+def llama_index(chunks: int, picks: list[int], typed: list[str]) -> dict[str, Any]:
+    """The same corpus and queries through stock LlamaIndex retrievers, in this process."""
+    from llama_index.core import Settings, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import QueryFusionRetriever
+    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
+    from llama_index.core.schema import QueryBundle, TextNode
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    Settings.llm = MockLLM()
+    Settings.embed_model = MockEmbedding(embed_dim=DIMENSIONS)
+    nodes = [
+        TextNode(text=t, embedding=fake_vector(t, DIMENSIONS))
+        for _, texts in corpus(chunks)
+        for t in texts
+    ]
+    started = time.perf_counter()
+    index = VectorStoreIndex(nodes)
+    vector_20 = index.as_retriever(similarity_top_k=20)
+    bm25_20 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=20)
+    fusion = QueryFusionRetriever(
+        [vector_20, bm25_20],
+        mode=FUSION_MODES.RECIPROCAL_RANK,
+        num_queries=1,
+        similarity_top_k=10,
+        use_async=False,
+    )
+    build = time.perf_counter() - started
+    embedder = FakeEmbedder(DIMENSIONS)
+    bundles = {i: QueryBundle(typed[i], embedding=embedder.embed_query(typed[i])) for i in picks}
+    bm25_10 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10)
+    vector_10 = index.as_retriever(similarity_top_k=10)
+    result: dict[str, Any] = {"build_s": build, "rss": rss_mib()}
+    for leg, retriever in (("semantic", vector_10), ("bm25", bm25_10), ("hybrid", fusion)):
+        samples = []
+        for i in picks:
+            started = time.perf_counter()
+            retriever.retrieve(bundles[i])
+            samples.append((time.perf_counter() - started) * 1000)
+        result[leg] = quantiles(samples)
+    return result
+
+
+def report(ours: dict[str, Any], picks: list[int], typed: list[str], typos: list[str]) -> None:
+    times = ours["times"]
+    print(f"\n{'strategy':<14}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}   ms, one client")
+    for strategy in STRATEGIES:
+        q = quantiles(times[strategy])
+        print(f"{strategy:<14}" + "".join(f"{q[k]:>9.1f}" for k in ("p50", "p95", "p99", "max")))
+    for strategy in STRATEGIES:
+        print(f"\nslowest 5 by {strategy} (ms: " + " / ".join(STRATEGIES) + ")")
+        ranked = sorted(range(len(picks)), key=lambda j: -times[strategy][j])[:5]
+        for j in ranked:
+            text = typos[picks[j]] if strategy == "hybrid+typos" else typed[picks[j]]
+            legs = " / ".join(f"{times[s][j]:.0f}" for s in STRATEGIES)
+            print(f"  {legs}  [{len(text.split())} words] {text[:110]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=0, help="0: all 902")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--llama-queries", type=int, default=30)
+    parser.add_argument("--skip-llama", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="one-client passes in a row")
+    parser.add_argument(
+        "--schema", help="load into (or reuse) this schema and keep it after the run"
+    )
+    args = parser.parse_args()
+    dsn = database_url()
+    schema = args.schema or f"bench_{uuid.uuid4().hex[:8]}"
+    store = PostgresStore(dsn, schema=schema)  # creates or migrates the tables
+    typed = queries()
+    rng = random.Random(14)
+    typos = [with_typo(q, rng) for q in typed]
+    count = len(typed) if args.queries <= 0 else min(args.queries, len(typed))
+    # An even spread over both sets when fewer than all are asked for.
+    picks = sorted({round(j * (len(typed) - 1) / max(count - 1, 1)) for j in range(count)})
+    lengths = [len(get_analyzer(ANALYZER).tokens(typed[i])) for i in picks]
+    words = [len(typed[i].split()) for i in picks]
+    print(
+        f"schema {schema}; {len(picks)} queries: words median {statistics.median(words)}, "
+        f"max {max(words)}; analyzer terms median {statistics.median(lengths)}, max {max(lengths)}"
+    )
+    try:
+        collection = loaded(store, args.chunks)
+        if collection is None:
+            collection, seconds, build = load(store, dsn, args.chunks)
+            print(
+                f"loaded {args.chunks:,} chunks in {seconds:.0f} s "
+                f"({args.chunks / seconds:,.0f} chunks/s), HNSW build {build:.0f} s"
+            )
+        else:
+            print(f"reusing {collection.name} ({collection.chunk_count:,} chunks)")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, "rag_chunks")))
+            conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
+            tables = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename <> "
+                    "'rag_chunks'",
+                    (schema,),
+                ).fetchall()
+            ]
+            for table in tables:
+                conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, table)))
+        print(f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M')}")
+        context = multiprocessing.get_context("spawn")
+        for _ in range(args.repeat):
+            out = context.Queue()
+            child = context.Process(
+                target=one_client, args=(dsn, schema, collection.name, picks, out)
+            )
+            child.start()
+            ours = out.get()
+            child.join()
+            print(f"\napp RSS MiB: start {ours['rss_start']:.0f}, end {ours['rss_end']:.0f}")
+            report(ours, picks, typed, typos)
+        if args.clients > 1:
+            load_run = concurrent(dsn, schema, collection.name, picks, args.clients)
+            q = load_run["quantiles"]
+            print(
+                f"\nhybrid, {args.clients} concurrent clients ({load_run['count']} queries, "
+                f"{load_run['count'] / load_run['wall_s']:.0f} queries/s): "
+                + "  ".join(f"{k} {v:.1f}" for k, v in q.items())
+                + " ms"
+            )
+        if not args.skip_llama and args.chunks <= 100_000:
+            step = max(1, len(picks) // args.llama_queries)
+            sample = picks[::step][: args.llama_queries]
+            theirs = llama_index(args.chunks, sample, typed)
+            print(
+                f"\nstock LlamaIndex, {len(sample)} queries: build {theirs['build_s']:.1f} s, "
+                f"RSS {theirs['rss']:.0f} MiB"
+            )
+            mine = {s: quantiles([ours["times"][s][picks.index(i)] for i in sample]) for s in
+                    ("semantic", "bm25", "hybrid")}  # fmt: skip
+            print(f"{'leg':<10}{'LI p50':>9}{'LI p95':>9}{'ours p95':>10}{'LI/ours p95':>13}")
+            for leg in ("semantic", "bm25", "hybrid"):
+                t, m = theirs[leg], mine[leg]
+                print(
+                    f"{leg:<10}{t['p50']:>9.1f}{t['p95']:>9.1f}{m['p95']:>10.1f}"
+                    f"{t['p95'] / m['p95']:>12.1f}x"
+                )
+    finally:
+        store.close()
+        if not args.schema:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
+
+
+if __name__ == "__main__":
+    main()
