@@ -499,7 +499,7 @@ def main() -> None:
                 mode, ingest = "reused", "ingest: not measured (collection reused)"
             with psycopg.connect(dsn, autocommit=True) as conn:
                 # Settle the freshly loaded tables, so autovacuum does not run during queries.
-                for table in ("rag_postings", "rag_chunks", "rag_vocabulary", "rag_documents"):
+                for table in ("rag_term_blocks", "rag_chunks", "rag_vocabulary", "rag_documents"):
                     conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, table)))
             print(f"\n== {size} chunks ({mode}) ==")
             print(ingest)

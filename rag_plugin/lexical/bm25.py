@@ -30,6 +30,7 @@ __all__ = [
     "Bm25Index",
     "bm25_idf",
     "bm25_term_score",
+    "bm25_term_scores",
     "validate_top_k",
 ]
 
@@ -57,6 +58,22 @@ def bm25_term_score(
     if tf <= 0 or avg_doc_len <= 0:
         return 0.0
     return idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * doc_len / avg_doc_len))
+
+
+def bm25_term_scores(
+    tfs: FloatArray | IntArray,
+    doc_lens: FloatArray | IntArray,
+    avg_doc_len: float,
+    idf: float,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+) -> FloatArray:
+    """:func:`bm25_term_score` of many postings at once: the same float operations in the
+    same order, so each value is bit for bit the one the scalar function returns."""
+    tf = np.asarray(tfs, dtype=np.float64)
+    norm = tf + k1 * (1.0 - b + b * doc_lens / avg_doc_len)
+    values: FloatArray = idf * (tf * (k1 + 1.0)) / norm
+    return values
 
 
 def validate_top_k(top_k: int) -> int:
@@ -199,10 +216,7 @@ class Bm25Index(JsonFileIndex):
             arrays = self._arrays[term] = (slots, tfs)
         slots, tfs = arrays
         idf = bm25_idf(self.doc_count, len(postings))
-        k1, b = self.k1, self.b
-        # The same operations, in the same order, as bm25_term_score.
-        values = idf * (tfs * (k1 + 1.0)) / (tfs + k1 * (1.0 - b + b * self._lengths[slots] / avg))
-        return slots, values
+        return slots, bm25_term_scores(tfs, self._lengths[slots], avg, idf, self.k1, self.b)
 
     # -- persistence -----------------------------------------------------------------
 

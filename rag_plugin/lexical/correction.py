@@ -182,13 +182,17 @@ def surface_prefixes(analyzer: Analyzer, term: str) -> tuple[str, ...]:
     add more than one letter the word does not have at that place (English "study" → "studi",
     "hoping" → "hope"), so a word begins with its stem less the last letter. English's
     exceptions "dying", "lying", "tying" → "die", "lie", "tie" get the "y" spelling too;
-    German folds umlauts and ß anywhere, so each spelling of the stem counts. Another
+    German folds umlauts and ß anywhere, so each spelling of the stem counts. A one-letter
+    English stem is its own prefix (no English rewrite turns a word into a letter that is
+    not its first). Another
     language's stemmer gives the empty prefix: every word is read.
     """
     if not isinstance(analyzer, StemmingAnalyzer):
         return (term,)
     if analyzer.language == "english":
-        found = {term[:-1]}
+        # A one-letter stem ("β") would give the empty prefix, every word of the collection
+        # (92k words read and tokenised: 300 ms); its words begin with the letter itself.
+        found = {term[:-1] or term}
         if term.endswith("ie"):
             found.add(term[:-2] + "y")
     elif analyzer.language == "german":

@@ -2,35 +2,31 @@
 
 A chunk's score (:func:`~rag_plugin.lexical.fuzzy.fuzzy_score`) depends only on, for each query
 word, the best similarity among the chunk's words within ``max_distance`` edits. So the search
-never reads chunk texts: the word vocabulary (``words.py``) gives every *close word* of each
-query word (:func:`~rag_plugin.stores.postgres.correction.near_terms`, exact distances by
-rapidfuzz), the word
-postings give the chunks holding them, and numpy combines the similarities per chunk in query
-order exactly as FuzzyIndex does, so the floats are equal bit for bit. Only chunks holding a
-close word can score above 0, so the candidates are exact too.
+never reads chunk texts: the word vocabulary gives every *close word* of each query word
+(:func:`~rag_plugin.stores.postgres.correction.near_terms`, exact distances by rapidfuzz), the
+word blocks (``blocks.py``) give the chunks holding them, and numpy combines the similarities
+per chunk in query order exactly as FuzzyIndex does, so the floats are equal bit for bit.
+Only chunks holding a close word can score above 0, so the candidates are exact too.
 
-Pruning (MaxScore over close words), so common words' long posting lists are rarely read:
+Reading a word's postings costs ≈ 0.1 µs a posting from the blocks, so most close words are
+simply read. What is left out is the commonest ones (``the`` is two edits from ``tkh``, ``and``
+one from ``band``: tens of thousands of postings each), by MaxScore:
 
-1. Seed: the postings of each query word's closest words (an exact match, usually) and of a
-   few more close rare words give some chunks with partial scores. The likeliest best of them
-   (counting the query words they lack at what a random chunk would expect: most chunks are
-   two edits from a three-letter word) are probed for every other close word, and the
-   ``n``-th best score is a floor θ for the final ``n``-th score. A chunk holding two query
-   words exactly is found here even when each word alone is too common to probe from.
-2. The costliest close words are left out while a chunk holding *only* left-out words stays
-   below θ: its score is at most the formula applied to each query word's best left-out
-   similarity (the score rises with every similarity, and so do rounded floats).
-3. The other close words' postings give every chunk that can reach θ. Their scores without
-   the left-out words are lower bounds (raising θ) and, with each query word's best left-out
-   similarity, upper bounds; only chunks whose upper bound reaches θ are probed for the
-   left-out words, so every chunk that can be in the top ``n`` gets its exact score.
+1. The query words' exact matches and the cheapest close words, up to :data:`_FIRST_READ`
+   postings, are read first; the ``n``-th best partial score is a floor θ for the final
+   ``n``-th score (a score only rises with more similarities). If at least ``n`` chunks hold
+   every query word exactly, they are the answer (1.0 is the highest score; ties by id).
+2. The costliest remaining close words are left out while a chunk holding *only* left-out
+   words stays below θ: its score is at most the formula applied to each query word's best
+   left-out similarity (the score rises with every similarity, and so do rounded floats).
+   The others are read in one round trip.
+3. Chunks whose upper bound (with each query word's best left-out similarity) still reaches θ
+   get their left-out words settled, in tiers of similarity, highest first: by looking their
+   words up in the forward index, or by reading the tier's postings when that is cheaper. A
+   chunk below θ stays below (its bound only falls, θ only rises).
 
-Perfect scores first: a chunk holding every query word exactly scores 1.0, the highest score
-there is, and ties go by chunk id. So when at least ``n`` chunks hold every word, the top ``n``
-are the first ``n`` of them in id order: found by probing the words of the rarest word's chunks
-when it is rare, or of the chunks in id order when every word is common (a few dozen probes,
-where the general path would read long posting lists and sort tens of thousands of tied
-chunks). If fewer turn up within the walk's budget, the general path answers.
+Ties at the ``n``-th score go by chunk id (the key); tens of thousands of tied chunks (one
+common close word) are never sent to SQL: the chunks are walked in key order instead.
 """
 
 from __future__ import annotations
@@ -40,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
@@ -48,100 +43,76 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, fuzzy_query_words, word_similarity
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
+from rag_plugin.stores.postgres.blocks import read_chunk_words, read_word_groups, union_ids
 from rag_plugin.stores.postgres.correction import near_terms
-from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
+from rag_plugin.stores.postgres.lexical import allowed_chunks, top_chunks
+from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
 __all__ = ["fuzzy_search"]
 
-_FILTER = (
-    " AND {chunk} IN (SELECT id FROM {chunks}"
-    " WHERE collection_id = %(coll)s AND metadata @> %(filters)s::jsonb)"
-)
+_FIRST_READ = 20_000
+"""Postings read for the floor θ, cheapest close words first (the exact matches always)."""
 
-
-def _chunk_filter(tables: Tables, column: str, filters: str | None) -> sql.Composable:
-    """`` AND <column> IN (the collection's chunks matching filters)``, or nothing."""
-    if not filters:
-        return sql.SQL("")
-    return tables(_FILTER, chunk=sql.SQL(column))
-
-
-_PROBE_COST = 8
-"""About how many posting rows read in order cost as much as probing one chunk's words."""
-
-
-def _probe_cost(words: int) -> float:
-    """About how many posting rows read in order cost as much as probing one chunk for
-    ``words`` words: the probe walks the chunk's words against the sorted list, so the cost
-    grows with its logarithm (measured at 100k chunks: 6,739 chunks × 351 words took 151 ms,
-    reading those words' 65k postings 38 ms)."""
-    return _PROBE_COST * max(1.0, math.log2(max(words, 1)) / 2)
-
-
-_PERFECT_WALK = 1000
-"""The most chunks, in id order, the perfect-score walk probes before the general path answers."""
-
-_PERFECT_PROBES = 8000
-"""The most chunks of the rarest query word the perfect-score path probes."""
-
-_HOLDS_ALL = (
-    "(SELECT count(*) FROM {words} w"
-    " WHERE w.chunk_id = {chunk} AND w.word = ANY(%(holds)s)) = %(holds_count)s"
-)
-"""True for a chunk (of the collection) holding every word of ``holds`` exactly; an
-index-only probe of ``(chunk_id, word)``, as in ``_probe``."""
+_PROBE_COST = 40
+"""About how many postings read from blocks cost as much as looking one chunk's words up in
+the forward index (measured at 100k chunks: ≈ 4 µs a chunk, ≈ 0.1 µs a posting)."""
 
 _TIES_SENT = 2000
-"""Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by id."""
+"""Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by key."""
 
 
-_SEED_ROWS = 8000
-"""The most postings read for the query words' closest words before θ is known."""
+Similarities = tuple[tuple[int, float], ...]
+"""A close word's similarity to each distinct query word it is close to: (position, value)."""
 
 
-def _seed_size(n: int) -> int:
-    # Postings read for the floor θ: enough chunks that n of them are likely good ones.
-    return max(8 * n, 200)
+class _Group:
+    """The close words with one and the same similarities: for the score they are one word,
+    so postings are read, combined and left out per group, not per word (a query's thousands
+    of close words fall into a few dozen groups)."""
 
+    __slots__ = ("df", "similarities", "words")
 
-def _seed_count(n: int) -> int:
-    """How many of the seed's likeliest chunks are probed for every other close word."""
-    return 8 * n
+    def __init__(self, similarities: Similarities) -> None:
+        self.similarities = similarities
+        self.words: list[str] = []
+        self.df = 0  # postings of its words together
+
+    @property
+    def level(self) -> float:
+        """The group's highest similarity."""
+        return max(value for _, value in self.similarities)
 
 
 class _Scores:
-    """Per-chunk best similarities for each distinct query word, from fetched postings."""
+    """Per-chunk best similarities for each distinct query word, grown as postings arrive.
 
-    def __init__(self, words: list[str], close: dict[str, dict[int, float]]) -> None:
+    ``ids`` is sorted; ``best[position, column]`` is the best similarity seen so far of chunk
+    ``ids[column]`` to the distinct query word at ``position``.
+    """
+
+    def __init__(self, words: list[str]) -> None:
         distinct = list(dict.fromkeys(words))
         self.order = [distinct.index(word) for word in words]  # query order, with repeats
         self.width = len(distinct)
-        self.close = close  # close word → {distinct query word position: similarity}
-        self.segments: list[tuple[str, IntArray]] = []
+        self.ids: IntArray = np.zeros(0, dtype=np.int64)
+        self.best: FloatArray = np.zeros((self.width, 0))
 
-    def add(self, rows: list[tuple[str, list[int]]]) -> None:
-        self.segments.extend((word, np.asarray(ids, dtype=np.int64)) for word, ids in rows)
-
-    def matrix(self) -> tuple[IntArray, FloatArray]:
-        """The chunk ids seen so far (sorted) and their best similarity per query word."""
-        if not self.segments:
-            return np.zeros(0, dtype=np.int64), np.zeros((self.width, 0))
-        ids, column = np.unique(
-            np.concatenate([chunk_ids for _, chunk_ids in self.segments]), return_inverse=True
-        )
-        # Each posting's similarity per query word, from its segment's word; then the best per
-        # chunk in one pass per query word (max is exact in any order).
-        per_segment = np.zeros((self.width, len(self.segments)))
-        for segment, (word, _) in enumerate(self.segments):
-            for position, similarity in self.close[word].items():
-                per_segment[position, segment] = similarity
-        segment_of = np.repeat(
-            np.arange(len(self.segments)), [len(chunk_ids) for _, chunk_ids in self.segments]
-        )
-        best = np.zeros((self.width, len(ids)))
-        for position in range(self.width):
-            np.maximum.at(best[position], column, per_segment[position, segment_of])
-        return ids, best
+    def add(self, found: list[tuple[_Group, IntArray]]) -> None:
+        """Take in the chunks holding a word of each group."""
+        found = [(group, chunk_ids) for group, chunk_ids in found if len(chunk_ids)]
+        if not found:
+            return
+        ids = union_ids([self.ids, *(chunk_ids for _, chunk_ids in found)])
+        if len(ids) != len(self.ids):
+            grown = np.zeros((self.width, len(ids)))
+            grown[:, np.searchsorted(ids, self.ids)] = self.best
+            self.ids, self.best = ids, grown
+        for group, chunk_ids in found:
+            # A chunk may come twice (two words of the group); it gets the same value twice.
+            columns = np.searchsorted(self.ids, chunk_ids)
+            for position, similarity in group.similarities:
+                row = self.best[position]
+                row[columns] = np.maximum(row[columns], similarity)
 
     def combine(self, best: FloatArray) -> FloatArray:
         """``(Σ best / n) · (matched / n)`` per chunk, adding in query order like FuzzyIndex."""
@@ -158,8 +129,7 @@ class _Scores:
         """The highest score of a chunk whose similarities are at most ``residual``.
 
         :meth:`combine` for one chunk, in Python floats: the same IEEE double operations in
-        the same order, so the same value, without numpy's per-call cost (it runs once per
-        candidate word to leave out).
+        the same order, so the same value, without numpy's per-call cost.
         """
         total = 0.0
         matched = 0.0
@@ -178,72 +148,40 @@ def _nth(scores: FloatArray, n: int) -> float:
     return float(np.partition(scores, len(scores) - n)[len(scores) - n])
 
 
-def _close_words(
+def _close_groups(
     conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, words: list[str]
-) -> tuple[dict[str, dict[int, float]], dict[str, int]]:
-    """Each close word's similarity per distinct query word (only > 0), and its df."""
+) -> list[_Group]:
+    """The close words of ``words`` (each similarity > 0), grouped by their similarities."""
     distinct = list(dict.fromkeys(words))
     vocabulary = near_terms(conn, tables, row, distinct, DEFAULT_MAX_DISTANCE, "words")
+    if not vocabulary:
+        return []
     choices = list(vocabulary)
-    close: dict[str, dict[int, float]] = {}
-    for position, query_word in enumerate(distinct):
-        # rapidfuzz's C loop finds the few words within reach among the window's candidates.
-        for word, distance, _ in process.extract(
-            query_word,
-            choices,
-            scorer=Levenshtein.distance,
-            score_cutoff=DEFAULT_MAX_DISTANCE,
-            limit=None,
-        ):
-            similarity = word_similarity(query_word, word, int(distance))
-            if similarity > 0.0:
-                close.setdefault(word, {})[position] = similarity
-    return close, {word: vocabulary[word] for word in close}
-
-
-def _postings(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    row: CollectionRow,
-    words: list[str],
-    filters: str | None,
-) -> list[tuple[str, list[int]]]:
-    """The (filtered) chunks holding each of ``words``."""
-    if not words:
-        return []
-    return conn.execute(
-        tables(
-            "SELECT word, array_agg(chunk_id) FROM {words}"
-            " WHERE collection_id = %(coll)s AND word = ANY(%(words)b){where} GROUP BY word",
-            where=_chunk_filter(tables, "chunk_id", filters),
-        ),
-        {"coll": row.id, "words": words, "filters": filters},
-        binary=True,
-    ).fetchall()
-
-
-def _probe(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    chunk_ids: IntArray,
-    words: list[str],
-) -> list[tuple[str, list[int]]]:
-    """Which of ``chunk_ids`` hold which of ``words`` (read through the per-chunk index).
-
-    The chunk ids already belong to the collection, so no ``collection_id`` test: the index
-    ``(chunk_id, word)`` then answers alone (an index-only scan), where testing the column
-    would fetch every matching row from the table.
-    """
-    if not words or not len(chunk_ids):
-        return []
-    return conn.execute(
-        tables(
-            "SELECT word, array_agg(chunk_id) FROM {words}"
-            " WHERE chunk_id = ANY(%b::bigint[]) AND word = ANY(%b) GROUP BY word"
-        ),
-        (chunk_ids.tolist(), words),
-        binary=True,
-    ).fetchall()
+    # A row per query word, a column per candidate; farther ones come back as max + 1.
+    distances = process.cdist(
+        distinct,
+        choices,
+        scorer=Levenshtein.distance,
+        score_cutoff=DEFAULT_MAX_DISTANCE,
+        dtype=np.int32,
+    )
+    close: dict[int, list[tuple[int, float]]] = {}
+    for position, column in zip(*np.nonzero(distances <= DEFAULT_MAX_DISTANCE), strict=True):
+        query_word = distinct[int(position)]
+        similarity = word_similarity(
+            query_word, choices[int(column)], int(distances[position, column])
+        )
+        if similarity > 0.0:
+            close.setdefault(int(column), []).append((int(position), similarity))
+    groups: dict[Similarities, _Group] = {}
+    for column, similarities in close.items():
+        key = tuple(similarities)  # positions ascending: np.nonzero walks rows in order
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(key)
+        group.words.append(choices[column])
+        group.df += vocabulary[choices[column]]
+    return list(groups.values())
 
 
 def fuzzy_search(
@@ -258,137 +196,91 @@ def fuzzy_search(
     words = fuzzy_query_words(query, get_analyzer(row.info.analyzer))
     if not words or row.chunk_count == 0 or n == 0:
         return []
-    close, df = _close_words(conn, tables, row, words)
-    if not close:
+    groups = _close_groups(conn, tables, row, words)
+    if not groups:
         return []
-    perfect = _perfect(conn, tables, row, words, df, n, filters)
+    allowed = allowed_chunks(conn, tables, row, filters) if filters else None
+    state = _Scores(words)
+    # The exact matches (a group of one word, similarity 1.0), then the cheapest groups.
+    exact = [group for group in groups if group.level == 1.0]
+    first = {id(group) for group in exact}
+    budget = _FIRST_READ - sum(group.df for group in exact)
+    for group in sorted(groups, key=lambda group: group.df):
+        if id(group) not in first and group.df <= budget:
+            first.add(id(group))
+            budget -= group.df
+    read = [group for group in groups if id(group) in first]
+    state.add(_read(conn, tables, row, read))
+    perfect = _perfect(conn, tables, row, state, exact, allowed, n)
     if perfect is not None:
         return perfect
-    state = _Scores(words, close)
-    seed = _seed_words(state, df, n)
-    state.add(_postings(conn, tables, row, seed, filters))
-    seeded = set(seed)
-    rest = [word for word in close if word not in seeded]
-    if rest:
-        # The floor θ: the n-th best score once the likeliest best of the seed's chunks are
-        # probed for every other close word (the rest have lower bounds, valid as well).
-        ids, best = state.matrix()
-        settled = np.zeros(0, dtype=np.int64)
-        floor = 0.0
-        if len(ids) >= n:
-            settled = _likeliest(state, ids, best, _expected(state, df, row.chunk_count), n)
-            state.add(_probe(conn, tables, settled, rest))
-            floor = _nth(state.combine(state.matrix()[1]), n)
-        # The costliest close words are left out while a chunk holding only left-out words
-        # stays below θ; the others' postings are read in full.
-        residual = [0.0] * state.width
-        left_out: list[str] = []
-        for word in sorted(rest, key=lambda word: (-df[word], word)):
-            trial = residual.copy()
-            for position, similarity in close[word].items():
-                trial[position] = max(trial[position], similarity)
-            if state.bound(trial) < floor:
-                residual = trial
-                left_out.append(word)
-        skipped = set(left_out)
-        state.add(_postings(conn, tables, row, [w for w in rest if w not in skipped], filters))
-        if left_out:
-            _settle_left_out(conn, tables, row, state, left_out, df, settled, floor, n, filters)
-    ids, best = state.matrix()
-    scores = state.combine(best)
+    floor = _nth(_kept(state, allowed)[1], n)
+    # The costliest groups are left out while a chunk holding only left-out words stays
+    # below θ; the others are read.
+    residual = [0.0] * state.width
+    left_out: list[_Group] = []
+    rest = [group for group in groups if id(group) not in first]
+    for group in sorted(rest, key=lambda group: -group.df):
+        trial = residual.copy()
+        for position, similarity in group.similarities:
+            trial[position] = max(trial[position], similarity)
+        if state.bound(trial) < floor:
+            residual = trial
+            left_out.append(group)
+    skipped = {id(group) for group in left_out}
+    state.add(_read(conn, tables, row, [group for group in rest if id(group) not in skipped]))
+    if left_out:
+        _settle_left_out(conn, tables, row, state, left_out, allowed, floor, n)
+    ids, scores = _kept(state, allowed)
+    ids, scores = _break_ties(conn, tables, row, ids, scores, n)
+    return top_chunks(conn, tables, ids, scores, n)
+
+
+def _read(
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, groups: list[_Group]
+) -> list[tuple[_Group, IntArray]]:
+    """Each group with the chunks holding one of its words."""
+    if not groups:
+        return []
+    found = read_word_groups(conn, tables, row.id, [group.words for group in groups])
+    return list(zip(groups, found, strict=True))
+
+
+def _kept(state: _Scores, allowed: IntArray | None) -> tuple[IntArray, FloatArray]:
+    """The chunks seen so far that can be answers (score > 0, allowed) and their scores."""
+    scores = state.combine(state.best)
     keep = scores > 0.0
-    ids, scores = _break_ties(conn, tables, row, ids[keep], scores[keep], n)
-    rows = conn.execute(
-        tables(
-            "SELECT {chunk_columns}, t.score FROM (SELECT u.id, u.score, k.chunk_key"
-            "  FROM unnest(%b::bigint[], %b::float8[]) AS u(id, score)"
-            "  JOIN {chunks} k ON k.id = u.id ORDER BY u.score DESC, k.chunk_key LIMIT %s) AS t"
-            " JOIN {chunks} c ON c.id = t.id ORDER BY t.score DESC, t.chunk_key"
-        ),
-        (ids.tolist(), scores.tolist(), n),
-    ).fetchall()
-    # float8 round-trips exactly, so SQL's order and the returned scores are Python's.
-    return [ScoredChunk(chunk_record(r), float(r[-1])) for r in rows]
+    if allowed is not None:
+        keep &= np.isin(state.ids, allowed)
+    return state.ids[keep], scores[keep]
 
 
-def _expected(state: _Scores, df: dict[str, int], chunk_count: int) -> list[tuple[float, float]]:
-    """Per distinct query word, a random chunk's expected best similarity to it and the chance
-    that it holds a close word at all, as if words fell into chunks independently (a chunk
-    holds one of words with ``d`` postings in all with chance ``1 - exp(-d / chunks)``).
-
-    A short query word is two edits from hundreds of words, so most chunks hold one of them
-    and a chunk that lacks the word itself still scores for it; a long word's few close words
-    are rare, and a chunk without them scores nothing for it.
-    """
-    postings: list[dict[float, int]] = [{} for _ in range(state.width)]
-    for word, similarities in state.close.items():
-        for position, similarity in similarities.items():
-            postings[position][similarity] = postings[position].get(similarity, 0) + df[word]
-    expected = []
-    for by_similarity in postings:
-        total, mean, chance = 0, 0.0, 0.0
-        for similarity in sorted(by_similarity, reverse=True):
-            total += by_similarity[similarity]
-            at_least = 1.0 - math.exp(-total / max(chunk_count, 1))
-            mean += similarity * (at_least - chance)
-            chance = at_least
-        expected.append((mean, chance))
-    return expected
-
-
-def _seed_words(state: _Scores, df: dict[str, int], n: int) -> list[str]:
-    """The close words whose postings are read first: each query word's closest words (an
-    exact match, usually), the rarest first, within :data:`_SEED_ROWS` postings; then the
-    closest rare words until :func:`_seed_size` postings."""
-    best = [0.0] * state.width
-    for similarities in state.close.values():
-        for position, similarity in similarities.items():
-            best[position] = max(best[position], similarity)
-    closest = [
-        word
-        for word, similarities in state.close.items()
-        if any(similarity == best[position] for position, similarity in similarities.items())
-    ]
-    seed: list[str] = []
-    rows = 0
-    for word in sorted(closest, key=lambda word: (df[word], word)):
-        if rows + df[word] <= _SEED_ROWS:
-            seed.append(word)
-            rows += df[word]
-    chosen = set(seed)
-    by_closeness = sorted(
-        state.close, key=lambda word: (-max(state.close[word].values()), df[word], word)
-    )
-    for word in by_closeness:
-        if rows >= _seed_size(n):
-            break
-        if word not in chosen and df[word] <= 4 * _seed_size(n):
-            seed.append(word)
-            rows += df[word]
-    return seed
-
-
-def _likeliest(
+def _perfect(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
     state: _Scores,
-    ids: IntArray,
-    best: FloatArray,
-    expected: list[tuple[float, float]],
+    exact: list[_Group],
+    allowed: IntArray | None,
     n: int,
-) -> IntArray:
-    """The :func:`_seed_count` chunks (of ``ids``) likeliest to score best, sorted by id.
+) -> list[ScoredChunk] | None:
+    """The top ``n`` when at least ``n`` chunks hold every query word exactly, else None.
 
-    A chunk's estimate is its score with each query word it has no similarity for yet
-    counted at its :func:`_expected` similarity and chance of a match. A chunk holding close
-    words of several query words ranks near the top, and so does one holding a rare query
-    word's close word next to a common neighbourhood. Only the quality of θ depends on it.
+    Such chunks score 1.0, the highest score there is, so they are the answer, ties by id.
+    The exact matches' postings are all read by then (the first read takes them). A one-byte
+    query word can never score 1.0: documents' words have two bytes or more, so it has no
+    exact match.
     """
-    weight = np.bincount(state.order, minlength=state.width).astype(float)[:, None]
-    mean = np.asarray([mean for mean, _ in expected])[:, None]
-    chance = np.asarray([chance for _, chance in expected])[:, None]
-    total = (weight * np.maximum(best, mean)).sum(axis=0)
-    matched = (weight * np.where(best > 0.0, 1.0, chance)).sum(axis=0)
-    likeliest = np.argsort(-(total * matched), kind="stable")[: _seed_count(n)]
-    return np.sort(ids[likeliest])
+    if len(exact) < state.width:
+        return None
+    holds_all = np.all(state.best == 1.0, axis=0)
+    if allowed is not None:
+        holds_all &= np.isin(state.ids, allowed)
+    ids = state.ids[holds_all]
+    if len(ids) < n:
+        return None
+    ids, scores = _break_ties(conn, tables, row, ids, np.ones(len(ids)), n)
+    return top_chunks(conn, tables, ids, scores, n)
 
 
 def _settle_left_out(
@@ -396,43 +288,47 @@ def _settle_left_out(
     tables: Tables,
     row: CollectionRow,
     state: _Scores,
-    left_out: list[str],
-    df: dict[str, int],
-    settled: IntArray,
+    left_out: list[_Group],
+    allowed: IntArray | None,
     floor: float,
     n: int,
-    filters: str | None,
 ) -> None:
     """Give every chunk that can still reach the top ``n`` its similarities to the left-out
-    words (the ``settled`` chunks already have them).
-
-    The words go in tiers of their best similarity, highest first: after each tier the
-    words still out can lift a chunk less, so fewer chunks stay unsure (their upper bound
-    reaches the floor θ) — the commonest words, often the least similar ones (``the`` is two
-    edits from ``tkh``), then rarely need reading. A chunk once below θ stays below: its
-    bound only falls as tiers are settled and θ only rises.
-    """
-    level = {word: max(state.close[word].values()) for word in left_out}
-    remaining = sorted(left_out, key=lambda word: (-level[word], word))
+    words (module docstring, step 3)."""
+    remaining = sorted(left_out, key=lambda group: -group.level)
+    settled = np.zeros(0, dtype=np.int64)  # chunks whose every left-out word is known
     while remaining:
-        ids, best = state.matrix()
-        floor = max(floor, _nth(state.combine(best), n))
+        floor = max(floor, _nth(_kept(state, allowed)[1], n))
         residual = np.zeros(state.width)
-        for word in remaining:
-            for position, similarity in state.close[word].items():
+        for group in remaining:
+            for position, similarity in group.similarities:
                 residual[position] = max(residual[position], similarity)
-        upper = state.combine(np.maximum(best, residual[:, None]))
-        unsure = ~np.isin(ids, settled) & (upper >= floor)
+        upper = state.combine(np.maximum(state.best, residual[:, None]))
+        unsure = (upper >= floor) & ~np.isin(state.ids, settled)
+        if allowed is not None:
+            unsure &= np.isin(state.ids, allowed)
         if not unsure.any():
             return
-        tier = [word for word in remaining if level[word] == level[remaining[0]]]
+        tier = [group for group in remaining if group.level == remaining[0].level]
         remaining = remaining[len(tier) :]
-        # Probing is one index descent per chunk; when most chunks are unsure, reading the
-        # tier's postings in full is cheaper (measured: 83k probes took 0.5 s).
-        if int(unsure.sum()) * _probe_cost(len(tier)) > sum(df[word] for word in tier):
-            state.add(_postings(conn, tables, row, tier, filters))
+        chunks = state.ids[unsure]
+        if len(chunks) * _PROBE_COST > sum(group.df for group in tier):
+            state.add(_read(conn, tables, row, tier))
         else:
-            state.add(_probe(conn, tables, ids[unsure], tier))
+            # The unsure chunks' words tell every left-out word they hold: all tiers at once.
+            pending = tier + remaining
+            group_of = {word: i for i, group in enumerate(pending) for word in group.words}
+            holders: list[list[int]] = [[] for _ in pending]
+            for chunk_id, chunk_words in read_chunk_words(conn, tables, chunks):
+                for word in group_of.keys() & chunk_words:
+                    holders[group_of[word]].append(chunk_id)
+            state.add(
+                [
+                    (group, np.asarray(ids, dtype=np.int64))
+                    for group, ids in zip(pending, holders, strict=True)
+                ]
+            )
+            settled = union_ids([settled, chunks])
 
 
 def _break_ties(
@@ -445,14 +341,14 @@ def _break_ties(
 ) -> tuple[IntArray, FloatArray]:
     """The chunks that make the top ``n``, plus at most a few more tied with the last of them.
 
-    Every chunk above the ``n``-th score is in; of those tied with it, the lowest chunk ids
-    are. A few thousand tied chunks go to SQL, which orders them by id; more (a common word
-    ties most of the collection) are never sent: the chunks are walked in id order until
+    Every chunk above the ``n``-th score is in; of those tied with it, the lowest chunk keys
+    are. A few thousand tied chunks go to SQL, which orders them by key; more (a common word
+    ties most of the collection) are never sent: the chunks are walked in key order until
     enough tied ones have turned up, the walk sized by how dense the tied ones are.
     """
     nth = _nth(scores, n)
     above = scores > nth
-    tied = ids[scores == nth]  # sorted: ids come from np.unique
+    tied = ids[scores == nth]  # sorted: ids are
     needed = n - int(above.sum())
     if len(tied) <= max(_TIES_SENT, needed):
         keep = scores >= nth
@@ -465,7 +361,7 @@ def _break_ties(
 def _walk_ties(
     conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, tied: IntArray, needed: int
 ) -> IntArray:
-    """The ``needed`` lowest-id chunks of ``tied``, found by walking the chunks in id order."""
+    """The ``needed`` lowest-key chunks of ``tied``, found by walking the chunks in key order."""
     walk = max(4 * needed, math.ceil(2 * needed * row.chunk_count / len(tied)))
     while True:
         walked = np.asarray(
@@ -487,81 +383,3 @@ def _walk_ties(
             break
         walk *= 4
     return found
-
-
-def _metadata_filter(alias: str, filters: str | None) -> sql.Composable:
-    """`` AND <alias>.metadata @> filters`` for a chunks alias, or nothing without filters."""
-    if not filters:
-        return sql.SQL("")
-    return sql.SQL(" AND {}.metadata @> %(filters)s::jsonb").format(sql.Identifier(alias))
-
-
-def _perfect(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    row: CollectionRow,
-    words: list[str],
-    df: dict[str, int],
-    n: int,
-    filters: str | None,
-) -> list[ScoredChunk] | None:
-    """The top ``n`` when at least ``n`` chunks hold every query word (all score 1.0), else None.
-
-    Every such chunk holds the rarest query word, so when that word is rare enough its chunks
-    are all probed; when every word is common, the chunks are walked in id order instead, as
-    long as the words' document frequencies promise ``n`` hits within the walk's budget
-    (assuming words occur independently). A one-byte query word can never score 1.0, since
-    documents' words have two bytes or more.
-    """
-    distinct = sorted(set(words))
-    if any(len(word.encode()) < 2 or word not in df for word in distinct):
-        return None
-    rarest = min(distinct, key=lambda word: (df[word], word))
-    density = 1.0
-    for word in distinct:
-        density *= df[word] / row.chunk_count
-    # Words that rarely meet (as if independent, with room for correlated ones) are not tried.
-    if df[rarest] < n or density * row.chunk_count * 4 < n:
-        return None
-    if df[rarest] <= _PERFECT_PROBES:
-        # The rarest word's chunks that hold the others too (only the others need checking).
-        # Keys first (from the key-by-id index), whole rows only for the n chosen.
-        holds = [word for word in distinct if word != rarest]
-        query = tables(
-            "SELECT {chunk_columns} FROM (SELECT k.id, k.chunk_key FROM {words} r"
-            "  JOIN {chunks} k ON k.id = r.chunk_id"
-            "  WHERE r.collection_id = %(coll)s AND r.word = %(rarest)s"
-            "  AND {holds_others}{where} ORDER BY k.chunk_key LIMIT %(n)s) AS t"
-            " JOIN {chunks} c ON c.id = t.id ORDER BY t.chunk_key",
-            holds_others=tables(_HOLDS_ALL, chunk=sql.SQL("r.chunk_id"))
-            if holds
-            else sql.SQL("true"),
-            where=_metadata_filter("k", filters),
-        )
-    else:
-        if density * _PERFECT_WALK < 2 * n:
-            return None
-        holds = distinct
-        query = tables(
-            "SELECT {chunk_columns} FROM (SELECT c.id, c.chunk_key, c.document_id, c.idx,"
-            "  c.content, c.start_offset, c.end_offset, c.metadata FROM {chunks} c"
-            "  WHERE c.collection_id = %(coll)s{where} ORDER BY c.chunk_key LIMIT %(walk)s) AS c"
-            " WHERE {holds_all} ORDER BY c.chunk_key LIMIT %(n)s",
-            holds_all=tables(_HOLDS_ALL, chunk=sql.SQL("c.id")),
-            where=_metadata_filter("c", filters),
-        )
-    rows = conn.execute(
-        query,
-        {
-            "coll": row.id,
-            "filters": filters,
-            "rarest": rarest,
-            "walk": _PERFECT_WALK,
-            "holds": holds,
-            "holds_count": len(holds),
-            "n": n,
-        },
-    ).fetchall()
-    if len(rows) < n:
-        return None
-    return [ScoredChunk(chunk_record(r), 1.0) for r in rows]

@@ -32,9 +32,10 @@ TABLE_NAMES = (
     "collections",
     "documents",
     "chunks",
-    "postings",
+    "term_blocks",
+    "chunk_terms",
     "vocabulary",
-    "words",
+    "word_blocks",
     "word_vocabulary",
     "embedding_cache",
 )

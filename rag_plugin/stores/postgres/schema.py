@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.stores.postgres.blocks import backfill_blocks
 from rag_plugin.stores.postgres.words import backfill_words
 from rag_plugin.vectors import DistanceMetric
 
@@ -260,6 +261,42 @@ _LENGTH_COVERING = tuple(
     )
 )
 
+# Postings as arrays, a few rows per key (blocks.py): a long query reads its terms' and close
+# words' every posting in one round trip instead of row by row. The blocks and the forward
+# index are built from the old tables of one row per posting, which then go with their
+# indexes (the chunk index of rag_words served the fuzzy leg's probes: the forward index
+# does that now).
+_BLOCKS: tuple[Step, ...] = (
+    *(
+        f"""
+        CREATE TABLE {{schema}}.rag_{kind}_blocks (
+            collection_id bigint NOT NULL,
+            {key} text COLLATE "C" NOT NULL,
+            block bigint GENERATED ALWAYS AS IDENTITY,
+            level smallint NOT NULL,
+            first_id bigint NOT NULL,
+            last_id bigint NOT NULL,
+            chunk_ids bigint[] NOT NULL,
+            {payload}
+            PRIMARY KEY (collection_id, {key}, block)
+        )
+        """
+        for kind, key, payload in (
+            ("term", "term", "tfs integer[] NOT NULL, dls integer[] NOT NULL,"),
+            ("word", "word", ""),
+        )
+    ),
+    """
+    CREATE TABLE {schema}.rag_chunk_terms (
+        chunk_id bigint PRIMARY KEY,
+        terms text[] COLLATE "C" NOT NULL,
+        words text[] COLLATE "C" NOT NULL
+    )
+    """,
+    backfill_blocks,
+    "DROP TABLE {schema}.rag_postings, {schema}.rag_words",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -273,6 +310,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "postings key covers tf and dl, so BM25 probes skip the table", _PROBE_COVERING),
     Migration(8, "trigram indexes on both vocabularies, for near-word lookups", _TRIGRAMS),
     Migration(9, "length indexes of both vocabularies cover the entries", _LENGTH_COVERING),
+    Migration(10, "postings in blocks per term and word, a forward index per chunk", _BLOCKS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -1,22 +1,25 @@
 """The PostgreSQL store: every piece of state in the database, every change one transaction.
 
 ``PostgresStore(dsn_or_pool, schema="tenant")`` keeps collections, documents, chunks, vectors,
-BM25 postings and statistics and the fuzzy word postings in one schema (see ``schema.py`` for the
+BM25 postings and statistics and the fuzzy word postings (as array blocks, ``blocks.py``) in
+one schema (see ``schema.py`` for the
 tables and why they look so). Nothing is loaded into the process: any number of app processes
 share one index and see each other's writes at once, and an app process's memory does not grow
 with the corpus.
 
 - Dense: partial HNSW indexes per (dimension, metric), exact scans for small collections or
   selective filters, iterative scans otherwise (``dense.py``).
-- BM25: computed in SQL over the whole collection from postings, df and N/avgdl, then scored
-  exactly as :class:`~rag_plugin.lexical.bm25.Bm25Index` does (``lexical.py``).
-- Fuzzy: exact, from the chunks' word postings and word vocabulary (``fuzzy.py``,
-  ``words.py``); correction from the analyzer vocabulary (``correction.py``).
+- BM25: over the whole collection, every posting of the query's terms read from the term
+  blocks in one round trip and scored by numpy exactly as
+  :class:`~rag_plugin.lexical.bm25.Bm25Index` does (``lexical.py``).
+- Fuzzy: exact, from the word vocabulary, the word blocks and the chunks' forward index
+  (``fuzzy.py``, ``words.py``); correction from the analyzer vocabulary (``correction.py``).
 - Writes: one transaction per document, serialised per collection (``writes.py``).
 
 Collection names are validated before any SQL; identifiers go through ``psycopg.sql``; values
 are parameters. Every query is scoped by the collection's owner (``owner IS NOT DISTINCT FROM``)
-and applies metadata filters inside the query, before ranking.
+and applies metadata filters before ranking (the lexical legs read the ids of the matching
+chunks in SQL and rank only those).
 """
 
 from __future__ import annotations

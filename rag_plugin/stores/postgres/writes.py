@@ -30,18 +30,14 @@ import psycopg
 from rag_plugin.exceptions import CollectionNotFoundError, DocumentNotFoundError, InvalidInputError
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, DocumentRecord
+from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
     json_copy,
     packed_vectors,
 )
-from rag_plugin.stores.postgres.words import (
-    chunk_words,
-    insert_words,
-    remove_postings,
-    remove_words,
-)
+from rag_plugin.stores.postgres.words import add_word_frequencies, chunk_words
 from rag_plugin.vectors import validate_embedding
 
 __all__ = [
@@ -194,16 +190,7 @@ def _remove_chunks(
     conn: psycopg.Connection[Any], tables: Tables, collection_id: int, document_id: str
 ) -> None:
     """Remove a document's chunks and postings, lowering df and dropping keys left at 0."""
-    remove_words(conn, tables, collection_id, document_id)
-    remove_postings(
-        conn,
-        tables,
-        collection_id,
-        document_id,
-        postings="postings",
-        vocabulary="vocabulary",
-        key="term",
-    )
+    remove_postings(conn, tables, collection_id, document_id)
     conn.execute(tables("DELETE FROM {chunks} WHERE document_id = %s"), (document_id,))
 
 
@@ -370,29 +357,19 @@ def _insert_chunks(
     )
     # Postings before the vocabulary: the crash test holds the vocabulary to stop a write
     # half-way, after its postings.
-    documents_column: list[str] = []
-    indexes: list[int] = []
-    terms: list[str] = []
-    frequencies: list[int] = []
+    add_postings(
+        conn,
+        tables,
+        row.id,
+        [
+            (document_id, item.chunk.index, item.term_frequencies, item.words)
+            for document_id, _, item in items
+        ],
+    )
     document_frequency: Counter[str] = Counter()
-    for document_id, _, item in items:
-        for term, tf in item.term_frequencies.items():
-            documents_column.append(document_id)
-            indexes.append(item.chunk.index)
-            terms.append(term)
-            frequencies.append(tf)
+    for _, _, item in items:
         document_frequency.update(item.term_frequencies.keys())
-    if terms:
-        conn.execute(
-            tables(
-                "INSERT INTO {postings} (collection_id, term, chunk_id, tf, dl)"
-                " SELECT c.collection_id, u.term, c.id, u.tf, c.token_count"
-                " FROM unnest(%b::text[], %b::integer[], %b::text[], %b::integer[])"
-                " AS u(doc, idx, term, tf)"
-                " JOIN {chunks} c ON c.document_id = u.doc AND c.idx = u.idx"
-            ),
-            (documents_column, indexes, terms, frequencies),
-        )
+    if document_frequency:
         vocabulary = sorted(document_frequency)
         conn.execute(
             tables(
@@ -402,20 +379,17 @@ def _insert_chunks(
             ),
             (row.id, vocabulary, [document_frequency[t] for t in vocabulary]),
         )
-    insert_words(
-        conn,
-        tables,
-        row.id,
-        [(document_id, item.chunk.index, item.words) for document_id, _, item in items],
-    )
+    add_word_frequencies(conn, tables, row.id, [item.words for _, _, item in items])
     return sum(item.length for _, _, item in items)
 
 
 def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow) -> int:
     """Delete a locked collection and all it holds; return how many documents it had."""
     for template in (
-        "DELETE FROM {postings} WHERE collection_id = %s",
-        "DELETE FROM {words} WHERE collection_id = %s",
+        "DELETE FROM {chunk_terms} f USING {chunks} c"
+        " WHERE c.collection_id = %s AND f.chunk_id = c.id",
+        "DELETE FROM {term_blocks} WHERE collection_id = %s",
+        "DELETE FROM {word_blocks} WHERE collection_id = %s",
         "DELETE FROM {word_vocabulary} WHERE collection_id = %s",
         "DELETE FROM {vocabulary} WHERE collection_id = %s",
         "DELETE FROM {chunks} WHERE collection_id = %s",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.stores.postgres import blocks as term_blocks
 from rag_plugin.stores.postgres.words import chunk_words
 
 
@@ -44,11 +47,31 @@ def statistics_mismatches(
             (collection_id,),
         ).fetchall()
         postings = conn.execute(
-            sql.SQL("SELECT chunk_id, term, tf, dl FROM {} WHERE collection_id = %s").format(
-                table("postings")
-            ),
+            sql.SQL(
+                "SELECT u.id, b.term, u.tf, u.dl FROM {} b,"
+                " unnest(b.chunk_ids, b.tfs, b.dls) AS u(id, tf, dl) WHERE b.collection_id = %s"
+            ).format(table("term_blocks")),
             (collection_id,),
         ).fetchall()
+        # Each block: ascending ids inside its recorded range, at most BLOCK_SIZE of them, its
+        # level that of its size.
+        block_rows = conn.execute(
+            sql.SQL(
+                "SELECT term, block, level, first_id, last_id, chunk_ids FROM {}"
+                " WHERE collection_id = %s"
+            ).format(table("term_blocks")),
+            (collection_id,),
+        ).fetchall()
+        forward = {
+            chunk_id: (terms, words)
+            for chunk_id, terms, words in conn.execute(
+                sql.SQL(
+                    "SELECT f.chunk_id, f.terms, f.words FROM {} f JOIN {} c ON c.id = f.chunk_id"
+                    " WHERE c.collection_id = %s"
+                ).format(table("chunk_terms"), table("chunks")),
+                (collection_id,),
+            ).fetchall()
+        }
         vocabulary: dict[str, int] = dict(
             conn.execute(
                 sql.SQL("SELECT term, df FROM {} WHERE collection_id = %s").format(
@@ -58,9 +81,17 @@ def statistics_mismatches(
             ).fetchall()
         )
         word_rows = conn.execute(
-            sql.SQL("SELECT chunk_id, word FROM {} WHERE collection_id = %s").format(
-                table("words")
-            ),
+            sql.SQL(
+                "SELECT u.id, b.word FROM {} b, unnest(b.chunk_ids) AS u(id)"
+                " WHERE b.collection_id = %s"
+            ).format(table("word_blocks")),
+            (collection_id,),
+        ).fetchall()
+        block_rows += conn.execute(
+            sql.SQL(
+                "SELECT word, block, level, first_id, last_id, chunk_ids FROM {}"
+                " WHERE collection_id = %s"
+            ).format(table("word_blocks")),
             (collection_id,),
         ).fetchall()
         word_df: dict[str, int] = dict(
@@ -89,6 +120,26 @@ def statistics_mismatches(
         for term, tf in Counter(terms).items():
             expected_postings.add((chunk_id, term, tf, len(terms)))
         df.update(set(terms))
+    for term, block, level, first, last, ids in block_rows:
+        size_level = int(math.log(len(ids), 8) + 1e-9) if ids else -1
+        expected_level = min(term_blocks.FULL_LEVEL, size_level)
+        if (
+            not ids
+            or ids != sorted(set(ids))
+            or (first, last) != (ids[0], ids[-1])
+            or len(ids) > term_blocks.BLOCK_SIZE
+            or level != expected_level
+        ):
+            problems.append(f"key {term!r}: block {block} is malformed")
+    expected_forward = {
+        chunk_id: (sorted(set(analyzer.tokens(content))), chunk_words(content))
+        for chunk_id, content, _ in rows
+    }
+    stored_forward = {
+        chunk_id: (sorted(terms), sorted(words)) for chunk_id, (terms, words) in forward.items()
+    }
+    if stored_forward != expected_forward:
+        problems.append("the chunks' forward terms or words differ from their texts")
     if set(postings) != expected_postings or len(postings) != len(expected_postings):
         problems.append(
             f"postings differ: {len(set(postings) - expected_postings)} extra, "
@@ -100,7 +151,7 @@ def statistics_mismatches(
     expected_words = {
         (chunk_id, word) for chunk_id, content, _ in rows for word in chunk_words(content)
     }
-    if sorted(word_rows) != sorted(expected_words):
+    if sorted(word_rows) != sorted(expected_words) or len(word_rows) != len(set(word_rows)):
         problems.append(f"word postings differ: {len(set(word_rows) ^ expected_words)} rows")
     if word_df != dict(Counter(word for _, word in expected_words)):
         problems.append("word df differs")
@@ -109,3 +160,37 @@ def statistics_mismatches(
     if document_rows is None or (documents, chunks) != tuple(document_rows):
         problems.append(f"documents/chunks stored {(documents, chunks)} != rows {document_rows}")
     return problems
+
+
+def downgrade_to_version_9(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Undo migration 10 in ``schema``: postings back to one row per posting, as before."""
+
+    def run(statement: str) -> None:
+        conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+    run(
+        "CREATE TABLE {schema}.rag_postings (collection_id bigint NOT NULL,"
+        ' term text COLLATE "C" NOT NULL, chunk_id bigint NOT NULL, tf integer NOT NULL,'
+        " dl integer NOT NULL, PRIMARY KEY (collection_id, term, chunk_id) INCLUDE (tf, dl))"
+    )
+    run(
+        "INSERT INTO {schema}.rag_postings SELECT b.collection_id, b.term, u.id, u.tf, u.dl"
+        " FROM {schema}.rag_term_blocks b, unnest(b.chunk_ids, b.tfs, b.dls) AS u(id, tf, dl)"
+    )
+    run("CREATE INDEX rag_postings_chunk ON {schema}.rag_postings (chunk_id)")
+    run(
+        "CREATE INDEX rag_postings_by_impact ON {schema}.rag_postings"
+        " (collection_id, term, tf DESC, dl) INCLUDE (chunk_id)"
+    )
+    run(
+        "CREATE TABLE {schema}.rag_words (collection_id bigint NOT NULL,"
+        ' word text COLLATE "C" NOT NULL, chunk_id bigint NOT NULL,'
+        " PRIMARY KEY (collection_id, word, chunk_id))"
+    )
+    run(
+        "INSERT INTO {schema}.rag_words SELECT b.collection_id, b.word, u.id"
+        " FROM {schema}.rag_word_blocks b, unnest(b.chunk_ids) AS u(id)"
+    )
+    run("CREATE INDEX rag_words_chunk ON {schema}.rag_words (chunk_id, word)")
+    run("DROP TABLE {schema}.rag_term_blocks, {schema}.rag_word_blocks, {schema}.rag_chunk_terms")
+    run("DELETE FROM {schema}.rag_schema_version WHERE version >= 10")

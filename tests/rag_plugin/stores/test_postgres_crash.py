@@ -67,7 +67,7 @@ def test_killed_in_the_middle_of_a_document_leaves_nothing(
                 "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
                 " WHERE a.application_name = %s AND l.mode = 'RowExclusiveLock'"
                 " AND l.relation = %s::regclass",
-                (application, f"{pg_schema}.rag_postings"),
+                (application, f"{pg_schema}.rag_term_blocks"),
             ).fetchone()
         assert written == (1,)
         assert child.pid is not None

@@ -15,8 +15,8 @@ from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex
 from rag_plugin.stores.base import CollectionInfo, DocumentInput, ScoredChunk
 from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.stores.postgres import blocks as postgres_blocks
 from rag_plugin.stores.postgres import fuzzy as postgres_fuzzy
-from rag_plugin.stores.postgres import lexical as postgres_lexical
 from rag_plugin.testing import FakeEmbedder
 
 from .pg_helpers import statistics_mismatches
@@ -70,9 +70,21 @@ def ingest(
     corpus.chunks.update(zip(ids, zip(texts, groups, strict=True), strict=True))
 
 
+# Block shapes: the default, and blocks of 8 postings (full at level 1), so that this small
+# corpus has full blocks, cut pieces, merges at every level and thinned full blocks.
+BLOCK_SHAPES = {"default-blocks": {}, "small-blocks": {"FULL_LEVEL": 1, "BLOCK_SIZE": 8}}
+
+
+@pytest.fixture(params=sorted(BLOCK_SHAPES))
+def block_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    for name, value in BLOCK_SHAPES[request.param].items():
+        monkeypatch.setattr(postgres_blocks, name, value)
+    return str(request.param)
+
+
 @pytest.fixture(params=["seed", "english"])
 def filled(
-    request: pytest.FixtureRequest, store: PostgresStore, dsn: str, pg_schema: str
+    request: pytest.FixtureRequest, store: PostgresStore, dsn: str, pg_schema: str, block_shape: str
 ) -> tuple[CollectionInfo, Corpus, random.Random, list[str]]:
     """300 random documents, then 60 deleted and 60 re-ingested with new text."""
     analyzer: str = request.param
@@ -128,36 +140,9 @@ def queries(rng: random.Random, vocabulary: list[str], count: int) -> list[str]:
     return result
 
 
-# The BM25 leg's paths, forced on this small corpus, whose queries would all be read in full:
-# "thresholds" gives every term a threshold; "cheap-terms" reads the rarer ones in full.
-BM25_PATHS = {
-    "default": {},
-    "thresholds": {"_READ_IN_FULL": 0, "_CHEAP_TERM": 0},
-    "cheap-terms": {"_READ_IN_FULL": 0, "_CHEAP_TERM": 40},
-}
-
-
-@pytest.fixture(params=sorted(BM25_PATHS))
-def bm25_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Which BM25 path is forced; asserts afterwards that it was taken."""
-    taken = [0]
-    thresholds = postgres_lexical._thresholds
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        taken[0] += 1
-        return thresholds(*args, **kwargs)
-
-    monkeypatch.setattr(postgres_lexical, "_thresholds", spy)
-    for name, value in BM25_PATHS[request.param].items():
-        monkeypatch.setattr(postgres_lexical, name, value)
-    yield request.param
-    assert (taken[0] > 0) == (request.param != "default")
-
-
 def test_bm25_scores_equal_the_in_memory_index_exactly(
     store: PostgresStore,
     filled: tuple[CollectionInfo, Corpus, random.Random, list[str]],
-    bm25_path: str,
 ) -> None:
     collection, corpus, rng, vocabulary = filled
     reference = Bm25Index(analyzer=get_analyzer(collection.analyzer))
@@ -168,62 +153,59 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
         assert_leg_matches(store.bm25, reference, collection, corpus, query)
 
 
-# The fuzzy leg's shortcuts, forced on this small corpus: "ties" walks chunks in id order to
-# break every tie instead of sending the tied ids to SQL; "perfect-walk" finds all-words chunks
-# by walking chunks in id order rather than through the rarest word's postings; "probe-left-out"
-# and "read-left-out" settle the chunks that only left-out words could lift by probing them,
-# or by reading those words' postings in full; "few-probed" probes only n of the seed's chunks
-# for θ (the likeliest), and "seed-without-closest" seeds from rare words alone.
+# The fuzzy leg's paths, forced on this small corpus: "ties" walks chunks in key order to
+# break every tie instead of sending the tied ids to SQL; "exact-first" reads only the exact
+# matches before θ, so more close words are left out; "probe-left-out" and "read-left-out"
+# settle the chunks that only left-out words could lift by looking their words up in the
+# forward index, or by reading those words' postings.
 FUZZY_PATHS: dict[str, dict[str, object]] = {
     "default": {},
     "ties": {"_TIES_SENT": 0},
-    "perfect-walk": {"_PERFECT_PROBES": 0, "_PERFECT_WALK": 200, "_TIES_SENT": 0},
-    "probe-left-out": {"_PROBE_COST": 0},
-    "read-left-out": {"_PROBE_COST": 10**9},
-    "few-probed": {"_seed_count": lambda n: n},
-    "seed-without-closest": {"_SEED_ROWS": 0},
+    "exact-first": {"_FIRST_READ": 0},
+    "probe-left-out": {"_FIRST_READ": 0, "_PROBE_COST": 0},
+    "read-left-out": {"_FIRST_READ": 0, "_PROBE_COST": 10**9},
 }
 
 
 @pytest.fixture(params=sorted(FUZZY_PATHS))
 def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Which fuzzy path is forced; asserts afterwards that it was taken."""
-    taken = {"perfect": 0, "walk": 0, "left-out": 0, "likeliest": 0}
+    taken = {"perfect": 0, "walk": 0, "probed": 0, "read": 0}
     perfect, walk = postgres_fuzzy._perfect, postgres_fuzzy._walk_ties
-    probe_cost, likeliest = postgres_fuzzy._probe_cost, postgres_fuzzy._likeliest
+    chunk_words, word_groups = postgres_fuzzy.read_chunk_words, postgres_fuzzy.read_word_groups
 
-    def spy_probe_cost(words: int) -> float:
-        taken["left-out"] += 1  # asked only when some chunks may need left-out words
-        return probe_cost(words)
-
-    def spy_perfect(*args: object, **kwargs: object) -> object:
-        found = perfect(*args, **kwargs)  # type: ignore[arg-type]
+    def spy_perfect(*args: Any, **kwargs: Any) -> Any:
+        found = perfect(*args, **kwargs)
         taken["perfect"] += found is not None
         return found
 
-    def spy_walk(*args: object, **kwargs: object) -> object:
+    def spy_walk(*args: Any, **kwargs: Any) -> Any:
         taken["walk"] += 1
-        return walk(*args, **kwargs)  # type: ignore[arg-type]
+        return walk(*args, **kwargs)
 
-    def spy_likeliest(state: Any, ids: Any, *args: Any) -> Any:
-        chosen = likeliest(state, ids, *args)
-        taken["likeliest"] += len(chosen) < len(ids)  # some seed chunks were not probed
-        return chosen
+    def spy_chunk_words(*args: Any, **kwargs: Any) -> Any:
+        taken["probed"] += 1
+        return chunk_words(*args, **kwargs)
+
+    def spy_word_groups(*args: Any, **kwargs: Any) -> Any:
+        taken["read"] += 1
+        return word_groups(*args, **kwargs)
 
     monkeypatch.setattr(postgres_fuzzy, "_perfect", spy_perfect)
-    monkeypatch.setattr(postgres_fuzzy, "_likeliest", spy_likeliest)
     monkeypatch.setattr(postgres_fuzzy, "_walk_ties", spy_walk)
-    monkeypatch.setattr(postgres_fuzzy, "_probe_cost", spy_probe_cost)
+    monkeypatch.setattr(postgres_fuzzy, "read_chunk_words", spy_chunk_words)
+    monkeypatch.setattr(postgres_fuzzy, "read_word_groups", spy_word_groups)
     for name, value in FUZZY_PATHS[request.param].items():
         monkeypatch.setattr(postgres_fuzzy, name, value)
     yield request.param
     assert taken["perfect"] > 0
-    if "_TIES_SENT" in FUZZY_PATHS[request.param]:
+    if request.param == "ties":
         assert taken["walk"] > 0
-    if "_PROBE_COST" in FUZZY_PATHS[request.param]:
-        assert taken["left-out"] > 0
-    if "_seed_count" in FUZZY_PATHS[request.param]:
-        assert taken["likeliest"] > 0
+    if request.param == "probe-left-out":
+        assert taken["probed"] > 0
+    if request.param == "read-left-out":
+        assert taken["probed"] == 0
+        assert taken["read"] > 0
 
 
 def test_fuzzy_scores_and_corrections_equal_the_in_memory_index_exactly(

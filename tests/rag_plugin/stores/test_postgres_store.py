@@ -19,11 +19,11 @@ from rag_plugin.stores.postgres import (
     PostgresStore,
     validate_schema_name,
 )
-from rag_plugin.stores.postgres.schema import MIGRATIONS, Migration, ensure_schema
+from rag_plugin.stores.postgres.schema import MIGRATIONS, Migration, current_version, ensure_schema
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
 
-from .pg_helpers import statistics_mismatches
+from .pg_helpers import downgrade_to_version_9, statistics_mismatches
 from .store_contract import CORPUS, StoreContract, chunk_inputs
 
 
@@ -107,6 +107,7 @@ def test_migration_4_backfills_the_word_postings_of_existing_chunks(
     expected = [(h.chunk.id, h.score) for h in store.fuzzy(collection, "quick ecole", 10)]
     with psycopg.connect(dsn) as conn:
         # Back to version 3: no word tables (and none of the later migrations).
+        downgrade_to_version_9(conn, pg_schema)
         for name in ("rag_words", "rag_word_vocabulary"):
             conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(pg_schema, name)))
         for index in ("rag_postings_by_impact", "rag_chunks_key_by_id", "rag_vocabulary_trigrams"):
@@ -122,6 +123,35 @@ def test_migration_4_backfills_the_word_postings_of_existing_chunks(
     got = [(h.chunk.id, h.score) for h in store.fuzzy(collection, "quick ecole", 10)]
     assert got == expected
     assert [chunk_id.rsplit("_", 1)[1] for chunk_id, _ in got] == ["1", "0", "2"]
+
+
+def test_migration_10_moves_the_postings_into_blocks(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    texts = ["alpha beta beta", "beta gamma", "", "delta alpha alpha alpha"]
+    for number in range(3):
+        _, chunks = chunk_inputs(texts[number:], [[1.0, 0.0]] * len(texts[number:]))
+        store.upsert_document(collection, DocumentInput(source=f"d{number}"), chunks)
+    expected = [(h.chunk.id, h.score) for h in store.bm25(collection, "alpha beta", 10)]
+    expected_fuzzy = [(h.chunk.id, h.score) for h in store.fuzzy(collection, "alpah gama", 10)]
+    with psycopg.connect(dsn) as conn:
+        downgrade_to_version_9(conn, pg_schema)
+        conn.commit()
+        assert current_version(conn, pg_schema) == 9
+        assert ensure_schema(conn, pg_schema) == SCHEMA_VERSION
+        remaining = conn.execute(
+            "SELECT to_regclass(format('%%I.rag_postings', %s::text)),"
+            " to_regclass(format('%%I.rag_words', %s::text))",
+            (pg_schema, pg_schema),
+        ).fetchone()
+    assert remaining == (None, None)
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+    assert [(h.chunk.id, h.score) for h in store.bm25(collection, "alpha beta", 10)] == expected
+    assert [(h.chunk.id, h.score) for h in store.fuzzy(collection, "alpah gama", 10)] == (
+        expected_fuzzy
+    )
+    assert (len(expected), len(expected_fuzzy)) == (6, 6)
 
 
 def test_a_schema_newer_than_the_code_is_refused(

@@ -1,0 +1,115 @@
+"""The term blocks' shape: merges by level, full blocks kept, deletes thin one block."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.stores.postgres import blocks as term_blocks
+
+from .pg_helpers import statistics_mismatches
+from .store_contract import chunk_inputs
+
+
+@pytest.fixture
+def store(dsn: str, pg_schema: str) -> Iterator[PostgresStore]:
+    store = PostgresStore(dsn, schema=pg_schema)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of 8 postings, full at level 1."""
+    monkeypatch.setattr(term_blocks, "FULL_LEVEL", 1)
+    monkeypatch.setattr(term_blocks, "BLOCK_SIZE", 8)
+
+
+def blocks_of(dsn: str, schema: str, term: str) -> list[tuple[int, int, list[int]]]:
+    """(block, level, chunk ids) of every block of ``term``, in block order."""
+    with psycopg.connect(dsn) as conn:
+        return [
+            (int(block), int(level), list(ids))
+            for block, level, ids in conn.execute(
+                sql.SQL(
+                    "SELECT block, level, chunk_ids FROM {} WHERE term = %s ORDER BY block"
+                ).format(sql.Identifier(schema, "rag_term_blocks")),
+                (term,),
+            ).fetchall()
+        ]
+
+
+def write(store: PostgresStore, collection: CollectionInfo, source: str, texts: list[str]) -> str:
+    _, chunks = chunk_inputs(texts, [[1.0, 0.0]] * len(texts))
+    return store.upsert_document(collection, DocumentInput(source=source), chunks).id
+
+
+def test_one_posting_a_write_is_merged_by_level(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    for number in range(100):
+        write(store, collection, f"d{number}", ["common word"])
+    found = blocks_of(dsn, pg_schema, "common")
+    # Fewer than FANOUT blocks of each level remain, so a term's rows grow with the log of its
+    # postings: 9 rows, not 100.
+    levels = Counter(level for _, level, _ in found)
+    assert max(levels.values()) < term_blocks.FANOUT
+    assert sorted(levels) == [0, 1, 2]
+    assert len(found) < 12
+    assert len({i for _, _, ids in found for i in ids}) == sum(len(ids) for _, _, ids in found)
+    assert sum(len(ids) for _, _, ids in found) == 100
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_a_write_is_cut_into_full_blocks_that_are_never_merged_again(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    write(store, collection, "big", ["alpha"] * 20)  # 20 postings: 8 + 8 + 4
+    assert [len(ids) for _, _, ids in blocks_of(dsn, pg_schema, "alpha")] == [8, 8, 4]
+    full = [block for block, _, ids in blocks_of(dsn, pg_schema, "alpha") if len(ids) == 8]
+    for number in range(30):
+        write(store, collection, f"d{number}", ["alpha"])
+    after = blocks_of(dsn, pg_schema, "alpha")
+    assert [block for block, _, ids in after][:2] == full  # untouched by every merge
+    assert sum(len(ids) for _, _, ids in after) == 50
+    assert all(len(ids) <= 8 for _, _, ids in after)
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_a_delete_thins_only_the_block_that_holds_the_chunk(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    write(store, collection, "first", ["alpha"] * 16)  # two full blocks
+    second = write(store, collection, "second", ["alpha beta"] * 3)
+    before = blocks_of(dsn, pg_schema, "alpha")
+    store.delete_document(collection, second)
+    assert blocks_of(dsn, pg_schema, "alpha") == before[:2]
+    assert blocks_of(dsn, pg_schema, "beta") == []
+    write(store, collection, "first", ["gamma"])  # replaces all 16 alpha chunks
+    assert blocks_of(dsn, pg_schema, "alpha") == []
+    assert [len(ids) for _, _, ids in blocks_of(dsn, pg_schema, "gamma")] == [1]
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+
+
+def test_array_send_is_decoded_with_and_without_elements(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT array_send(ARRAY[]::bigint[]), array_send(ARRAY[3, -1, 9000000000]::bigint[]),"
+            " array_send(ARRAY[7, 0]::integer[])",
+            binary=True,
+        ).fetchone()
+    assert rows is not None
+    assert term_blocks.decode_int_array(rows[0], wide=True).tolist() == []
+    assert term_blocks.decode_int_array(rows[1], wide=True).tolist() == [3, -1, 9_000_000_000]
+    assert term_blocks.decode_int_array(rows[2], wide=False).tolist() == [7, 0]
