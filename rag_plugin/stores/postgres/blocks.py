@@ -36,6 +36,7 @@ import psycopg
 from psycopg import sql
 
 from rag_plugin.lexical.slots import IntArray
+from rag_plugin.stores.postgres.near import keys_sql
 from rag_plugin.stores.postgres.rows import Tables
 
 __all__ = [
@@ -79,9 +80,16 @@ class BlockKind:
     """
 
     def __init__(
-        self, table: str, key: str, vocabulary: str, forward: str, payload: tuple[str, ...]
+        self,
+        table: str,
+        key: str,
+        vocabulary: str,
+        deletes: str,
+        forward: str,
+        payload: tuple[str, ...],
     ) -> None:
         self.table, self.key, self.vocabulary, self.forward = table, key, vocabulary, forward
+        self.deletes = deletes
         arrays = ("chunk_ids", *payload)
         values = ("id", *(column.removesuffix("s") for column in payload))
         self.fields: dict[str, sql.Composable] = {
@@ -98,6 +106,7 @@ class BlockKind:
                 for v in values
             ),
             "level": sql.SQL(_LEVEL),
+            "dropped_keys": keys_sql("dropped.entry"),
         }
 
     def sql(self, tables: Tables, template: str, **extra: sql.Composable) -> sql.Composed | sql.SQL:
@@ -107,15 +116,16 @@ class BlockKind:
             **self.fields,
             "blocks": tables.table(self.table),
             "key_vocabulary": tables.table(self.vocabulary),
+            "deletes": tables.table(self.deletes),
             **extra,
         }
         return tables(template, pieces=tables(_INSERT_PIECES, **fields), **fields)
 
 
-TERMS = BlockKind("term_blocks", "term", "vocabulary", "terms", ("tfs", "dls"))
+TERMS = BlockKind("term_blocks", "term", "vocabulary", "term_deletes", "terms", ("tfs", "dls"))
 """BM25: a posting is (chunk id, tf, chunk length)."""
 
-WORDS = BlockKind("word_blocks", "word", "word_vocabulary", "words", ())
+WORDS = BlockKind("word_blocks", "word", "word_vocabulary", "word_deletes", "words", ())
 """Fuzzy: a posting is a chunk id (the chunk holds the whitespace word)."""
 
 
@@ -158,7 +168,8 @@ _MERGE = (
 
 # Each removed chunk's keys (from the forward index) thin the blocks whose id range holds it;
 # a block holding only removed chunks goes. The df of each key falls by its removed chunks,
-# and a key no chunk holds any more leaves the vocabulary. Blocks deleted and blocks updated
+# and a key no chunk holds any more leaves the vocabulary and the near-entry index
+# (``near.py``). Blocks deleted and blocks updated
 # are disjoint (``<@`` or not), so one statement does both.
 _REMOVE = (
     "WITH removed AS (SELECT k.key, array_agg(f.chunk_id) AS ids,"
@@ -178,9 +189,16 @@ _REMOVE = (
     "  RETURNING 1),"
     " counts AS (SELECT key, cardinality(ids) AS n FROM removed),"
     " lowered AS (UPDATE {key_vocabulary} v SET df = v.df - counts.n FROM counts"
-    "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df > counts.n)"
-    " DELETE FROM {key_vocabulary} v USING counts"
-    " WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df <= counts.n"
+    "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df > counts.n),"
+    " dropped AS (DELETE FROM {key_vocabulary} v USING counts"
+    "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df <= counts.n"
+    "  RETURNING v.{key} AS entry)"
+    # The rows whose key is one of the dropped entries' keys and whose entry is dropped are
+    # exactly the dropped entries' rows (a row exists only for a key of its own entry). As
+    # arrays, so the plan is index lookups whatever the planner guesses of ``dropped``.
+    " DELETE FROM {deletes} d WHERE d.collection_id = %(coll)s"
+    " AND d.key = ANY(ARRAY(SELECT k.key FROM dropped CROSS JOIN LATERAL ({dropped_keys}) AS k))"
+    " AND d.entry = ANY(ARRAY(SELECT entry FROM dropped))"
 )
 
 _FORWARD = (

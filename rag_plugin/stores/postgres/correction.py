@@ -2,8 +2,8 @@
 
 Close terms (exact): the vocabulary table holds each term with its df; :func:`near_terms`
 returns every term that can be within ``max_distance`` edits of a query word (a long word's
-length window and partition pieces in SQL, see ``_pieces``; a short word's whole window to
-rapidfuzz) and :func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks among them with
+length window and partition pieces in SQL, see ``_pieces``; a short word's deletion keys,
+see ``near.py``) and :func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks among them with
 the in-memory index's tie-breaking. The fuzzy leg finds its close words the same way
 (:func:`near_terms` over the word vocabulary).
 
@@ -29,6 +29,7 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.correction import correct_with, prefix_end
 from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, correct_word_against
 from rag_plugin.stores.base import QueryCorrection
+from rag_plugin.stores.postgres.near import MAX_DEPTH, MAX_LENGTH, VOCABULARIES, deletion_keys
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
 __all__ = ["correct_query", "near_terms", "words_with_prefixes"]
@@ -51,10 +52,6 @@ def _pieces(word: str, max_distance: int) -> list[str]:
         pieces.append(word[start:end])
         start = end
     return pieces
-
-
-_NEAR = {"terms": ("vocabulary", "term"), "words": ("word_vocabulary", "word")}
-"""Each vocabulary's table (a :class:`Tables` field) and key column."""
 
 
 def _like(piece: str) -> str:
@@ -80,23 +77,29 @@ def near_terms(
     ``vocabulary`` is ``"terms"`` (analyzer terms, for correction) or ``"words"`` (the fuzzy
     leg's whitespace words). A superset: the caller's exact distance check decides.
 
-    - Words whose pieces the trigram index serves: each word's length window and pieces,
-      filtered in SQL.
-    - Shorter words (a piece of one or two characters filters little, and no index serves
-      it): the entries of their length windows come from the covering length index alone
-      (no table rows) and rapidfuzz keeps those within ``max_distance``. At 100k chunks
-      this took 8 ms at the median query and 14 ms at the 95th percentile, against 11 and
-      19 ms filtering the windows by the pieces in SQL.
+    - Words whose pieces the trigram index serves (nine characters or more at two edits):
+      each word's length window and pieces, filtered in SQL.
+    - Shorter words (a piece of one or two characters filters little, and no trigram serves
+      it): the entries sharing one of their deletion keys (``near.py``), from that index.
+    - Only beyond that index (more than two edits, or entries too long for it): the entries
+      of their length windows from the covering length index alone, kept by rapidfuzz.
 
-    Then one statement reads the df of the entries found and of the trigram matches.
+    One statement reads the df of the entries found every way.
     """
     distinct = sorted(set(words))
     if not distinct:
         return {}
-    table, key = _NEAR[vocabulary]
+    table, key, deletes = VOCABULARIES[vocabulary]
     column = sql.Identifier(key)
     pieced = [word for word in distinct if _trigram_served(word, max_distance)]
-    windowed = [word for word in distinct if not _trigram_served(word, max_distance)]
+    keyed = [
+        word
+        for word in distinct
+        if word not in pieced
+        and max_distance <= MAX_DEPTH
+        and len(word) + max_distance <= MAX_LENGTH
+    ]
+    windowed = [word for word in distinct if word not in pieced and word not in keyed]
     close = _close_in_windows(conn, tables, row, windowed, max_distance, table, column)
     clauses: list[sql.Composable] = []
     params: list[Any] = [row.id]
@@ -115,20 +118,32 @@ def near_terms(
             len(word) + max_distance,
             sorted({_like(piece) for piece in _pieces(word, max_distance)}),
         ]
-    if not clauses:
+    selects: list[sql.Composable] = []
+    values: list[Any] = []
+    if keyed:
+        # A statement of its own (UNION ALL): ORed with the other clauses, the keys' subquery
+        # made the planner scan the whole vocabulary.
+        selects.append(
+            sql.SQL(
+                "SELECT v.{column}, v.df FROM (SELECT DISTINCT entry FROM {deletes}"
+                "  WHERE collection_id = %s AND key = ANY(%b)) AS d"
+                " JOIN {table} v ON v.collection_id = %s AND v.{column} = d.entry"
+            ).format(column=column, deletes=tables.table(deletes), table=tables.table(table))
+        )
+        keys = sorted({k for word in keyed for k in deletion_keys(word, max_distance)})
+        values += [row.id, keys, row.id]
+    if clauses:
+        selects.append(
+            sql.SQL(
+                "SELECT {column}, df FROM {table} WHERE collection_id = %s AND ({near})"
+            ).format(column=column, table=tables.table(table), near=sql.SQL(" OR ").join(clauses))
+        )
+        values += params
+    if not selects:
         return {}
     # Never a prepared statement: a generic plan, blind to the pieces, would not know whether
     # the trigram index serves them.
-    found = conn.execute(
-        tables(
-            "SELECT {column}, df FROM {table} WHERE collection_id = %s AND ({near})",
-            column=column,
-            table=tables.table(table),
-            near=sql.SQL(" OR ").join(clauses),
-        ),
-        params,
-        prepare=False,
-    ).fetchall()
+    found = conn.execute(sql.SQL(" UNION ALL ").join(selects), values, prepare=False).fetchall()
     return dict(found)
 
 

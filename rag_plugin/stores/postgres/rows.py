@@ -36,6 +36,8 @@ TABLE_NAMES = (
     "chunk_terms",
     "vocabulary",
     "word_blocks",
+    "term_deletes",
+    "word_deletes",
     "word_vocabulary",
     "embedding_cache",
 )

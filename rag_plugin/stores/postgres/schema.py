@@ -18,6 +18,7 @@ from psycopg import sql
 
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.postgres.blocks import backfill_blocks
+from rag_plugin.stores.postgres.near import backfill_keys
 from rag_plugin.stores.postgres.words import backfill_words
 from rag_plugin.vectors import DistanceMetric
 
@@ -297,6 +298,23 @@ _BLOCKS: tuple[Step, ...] = (
     "DROP TABLE {schema}.rag_postings, {schema}.rag_words",
 )
 
+# The near-entry index of both vocabularies (near.py): a short query word's close entries from
+# its deletion keys instead of its whole length window.
+_DELETION_KEYS: tuple[Step, ...] = (
+    *(
+        f"""
+        CREATE TABLE {{schema}}.rag_{kind}_deletes (
+            collection_id bigint NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            entry text COLLATE "C" NOT NULL,
+            PRIMARY KEY (collection_id, key, entry)
+        )
+        """
+        for kind in ("term", "word")
+    ),
+    backfill_keys,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -311,6 +329,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "trigram indexes on both vocabularies, for near-word lookups", _TRIGRAMS),
     Migration(9, "length indexes of both vocabularies cover the entries", _LENGTH_COVERING),
     Migration(10, "postings in blocks per term and word, a forward index per chunk", _BLOCKS),
+    Migration(11, "deletion keys of both vocabularies, for near-entry lookups", _DELETION_KEYS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -11,16 +11,12 @@ layout from migration 4 to 9; :func:`backfill_words` is migration 4's step.)
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from rag_plugin.stores.postgres.rows import Tables
-
-__all__ = ["add_word_frequencies", "backfill_words", "chunk_words"]
+__all__ = ["backfill_words", "chunk_words"]
 
 _BATCH = 5000
 
@@ -31,30 +27,6 @@ def chunk_words(content: str) -> list[str]:
     # it even for the rare characters whose lowercase form lowercases further.
     lowered = content.lower()
     return sorted({word for word in lowered.lower().split() if len(word.encode()) >= 2})
-
-
-def add_word_frequencies(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    collection_id: int,
-    chunks: Iterable[Iterable[str]],
-) -> None:
-    """Raise the df of the words of new chunks (each chunk's distinct words); their postings
-    go into the word blocks (``blocks.py``)."""
-    document_frequency: Counter[str] = Counter()
-    for chunk_vocabulary in chunks:
-        document_frequency.update(chunk_vocabulary)
-    if not document_frequency:
-        return
-    vocabulary = sorted(document_frequency)
-    conn.execute(
-        tables(
-            "INSERT INTO {word_vocabulary} AS v (collection_id, word, df)"
-            " SELECT %s, w, n FROM unnest(%b::text[], %b::integer[]) AS u(w, n)"
-            " ON CONFLICT (collection_id, word) DO UPDATE SET df = v.df + EXCLUDED.df"
-        ),
-        (collection_id, vocabulary, [document_frequency[w] for w in vocabulary]),
-    )
 
 
 def backfill_words(conn: psycopg.Connection[Any], schema: str) -> None:

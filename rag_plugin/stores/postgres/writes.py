@@ -31,13 +31,14 @@ from rag_plugin.exceptions import CollectionNotFoundError, DocumentNotFoundError
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, DocumentRecord
 from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
+from rag_plugin.stores.postgres.near import add_entries
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
     json_copy,
     packed_vectors,
 )
-from rag_plugin.stores.postgres.words import add_word_frequencies, chunk_words
+from rag_plugin.stores.postgres.words import chunk_words
 from rag_plugin.vectors import validate_embedding
 
 __all__ = [
@@ -366,20 +367,13 @@ def _insert_chunks(
             for document_id, _, item in items
         ],
     )
-    document_frequency: Counter[str] = Counter()
+    terms: Counter[str] = Counter()
+    words: Counter[str] = Counter()
     for _, _, item in items:
-        document_frequency.update(item.term_frequencies.keys())
-    if document_frequency:
-        vocabulary = sorted(document_frequency)
-        conn.execute(
-            tables(
-                "INSERT INTO {vocabulary} AS v (collection_id, term, df)"
-                " SELECT %s, t, n FROM unnest(%b::text[], %b::integer[]) AS u(t, n)"
-                " ON CONFLICT (collection_id, term) DO UPDATE SET df = v.df + EXCLUDED.df"
-            ),
-            (row.id, vocabulary, [document_frequency[t] for t in vocabulary]),
-        )
-    add_word_frequencies(conn, tables, row.id, [item.words for _, _, item in items])
+        terms.update(item.term_frequencies.keys())
+        words.update(item.words)
+    add_entries(conn, tables, "terms", row.id, terms)
+    add_entries(conn, tables, "words", row.id, words)
     return sum(item.length for _, _, item in items)
 
 
@@ -390,6 +384,8 @@ def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: Collec
         " WHERE c.collection_id = %s AND f.chunk_id = c.id",
         "DELETE FROM {term_blocks} WHERE collection_id = %s",
         "DELETE FROM {word_blocks} WHERE collection_id = %s",
+        "DELETE FROM {term_deletes} WHERE collection_id = %s",
+        "DELETE FROM {word_deletes} WHERE collection_id = %s",
         "DELETE FROM {word_vocabulary} WHERE collection_id = %s",
         "DELETE FROM {vocabulary} WHERE collection_id = %s",
         "DELETE FROM {chunks} WHERE collection_id = %s",

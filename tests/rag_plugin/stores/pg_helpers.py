@@ -11,6 +11,7 @@ from psycopg import sql
 
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.postgres import blocks as term_blocks
+from rag_plugin.stores.postgres import near
 from rag_plugin.stores.postgres.words import chunk_words
 
 
@@ -102,6 +103,17 @@ def statistics_mismatches(
                 (collection_id,),
             ).fetchall()
         )
+        deletion_rows = {
+            name: set(
+                conn.execute(
+                    sql.SQL("SELECT key, entry FROM {} WHERE collection_id = %s").format(
+                        table(f"{name}_deletes")
+                    ),
+                    (collection_id,),
+                ).fetchall()
+            )
+            for name in ("term", "word")
+        }
         document_rows = conn.execute(
             sql.SQL(
                 "SELECT count(*), coalesce(sum(chunk_count), 0) FROM {} WHERE collection_id = %s"
@@ -155,6 +167,17 @@ def statistics_mismatches(
         problems.append(f"word postings differ: {len(set(word_rows) ^ expected_words)} rows")
     if word_df != dict(Counter(word for _, word in expected_words)):
         problems.append("word df differs")
+    for name, entries in (("term", vocabulary), ("word", word_df)):
+        expected_keys = {
+            (key, entry)
+            for entry in entries
+            if len(entry) <= near.MAX_LENGTH
+            for key in near.deletion_keys(entry)
+        }
+        if deletion_rows[name] != expected_keys:
+            problems.append(
+                f"{name} deletion keys differ: {len(deletion_rows[name] ^ expected_keys)}"
+            )
     if (chunks, tokens) != (len(rows), total):
         problems.append(f"N, sum(dl) stored {(chunks, tokens)} != recounted {(len(rows), total)}")
     if document_rows is None or (documents, chunks) != tuple(document_rows):
@@ -163,7 +186,8 @@ def statistics_mismatches(
 
 
 def downgrade_to_version_9(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Undo migration 10 in ``schema``: postings back to one row per posting, as before."""
+    """Undo migrations 10 and 11 in ``schema``: postings back to one row per posting, and no
+    deletion keys, as before."""
 
     def run(statement: str) -> None:
         conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
@@ -192,5 +216,8 @@ def downgrade_to_version_9(conn: psycopg.Connection[Any], schema: str) -> None:
         " FROM {schema}.rag_word_blocks b, unnest(b.chunk_ids) AS u(id)"
     )
     run("CREATE INDEX rag_words_chunk ON {schema}.rag_words (chunk_id, word)")
-    run("DROP TABLE {schema}.rag_term_blocks, {schema}.rag_word_blocks, {schema}.rag_chunk_terms")
+    run(
+        "DROP TABLE {schema}.rag_term_blocks, {schema}.rag_word_blocks,"
+        " {schema}.rag_chunk_terms, {schema}.rag_term_deletes, {schema}.rag_word_deletes"
+    )
     run("DELETE FROM {schema}.rag_schema_version WHERE version >= 10")
