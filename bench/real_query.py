@@ -44,13 +44,15 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from bench.stock_llama import query_bundle, stock_retrievers
+from bench.store_query import build_index
 from portal.embedded_db import database_url
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
-from rag_plugin.stores.postgres.schema import ensure_vector_index, vector_index_name
+from rag_plugin.stores.postgres.schema import vector_index_name
 from rag_plugin.testing import FakeEmbedder, fake_vector
 from rag_plugin.vectors import DistanceMetric
 
@@ -222,19 +224,8 @@ def load(store: PostgresStore, dsn: str, chunks: int) -> tuple[CollectionInfo, f
                 report_at += 20_000
     if batch:
         spent += flush()
-    started = time.perf_counter()
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute("SET max_parallel_maintenance_workers = 1")
-        ensure_vector_index(
-            conn,
-            store.schema,
-            DIMENSIONS,
-            DistanceMetric.COSINE,
-            m=store.hnsw_m,
-            ef_construction=store.hnsw_ef_construction,
-        )
-    return store.get_collection(collection.name), spent, time.perf_counter() - started
+    build = build_index(store, dsn)
+    return store.get_collection(collection.name), spent, build
 
 
 def searches(
@@ -316,39 +307,18 @@ def concurrent(dsn: str, schema: str, name: str, picks: list[int], clients: int)
 
 def llama_index(chunks: int, picks: list[int], typed: list[str]) -> dict[str, Any]:
     """The same corpus and queries through stock LlamaIndex retrievers, in this process."""
-    from llama_index.core import Settings, VectorStoreIndex
-    from llama_index.core.embeddings import MockEmbedding
-    from llama_index.core.llms import MockLLM
-    from llama_index.core.retrievers import QueryFusionRetriever
-    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
-    from llama_index.core.schema import QueryBundle, TextNode
-    from llama_index.retrievers.bm25 import BM25Retriever
-
-    Settings.llm = MockLLM()
-    Settings.embed_model = MockEmbedding(embed_dim=DIMENSIONS)
-    nodes = [
-        TextNode(text=t, embedding=fake_vector(t, DIMENSIONS))
-        for _, texts in corpus(chunks)
-        for t in texts
-    ]
-    started = time.perf_counter()
-    index = VectorStoreIndex(nodes)
-    vector_20 = index.as_retriever(similarity_top_k=20)
-    bm25_20 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=20)
-    fusion = QueryFusionRetriever(
-        [vector_20, bm25_20],
-        mode=FUSION_MODES.RECIPROCAL_RANK,
-        num_queries=1,
-        similarity_top_k=10,
-        use_async=False,
+    stock = stock_retrievers(
+        ((t, fake_vector(t, DIMENSIONS)) for _, texts in corpus(chunks) for t in texts),
+        DIMENSIONS,
     )
-    build = time.perf_counter() - started
     embedder = FakeEmbedder(DIMENSIONS)
-    bundles = {i: QueryBundle(typed[i], embedding=embedder.embed_query(typed[i])) for i in picks}
-    bm25_10 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10)
-    vector_10 = index.as_retriever(similarity_top_k=10)
-    result: dict[str, Any] = {"build_s": build, "rss": rss_mib()}
-    for leg, retriever in (("semantic", vector_10), ("bm25", bm25_10), ("hybrid", fusion)):
+    bundles = {i: query_bundle(typed[i], embedder.embed_query(typed[i])) for i in picks}
+    result: dict[str, Any] = {"build_s": stock.build_s, "rss": rss_mib()}
+    for leg, retriever in (
+        ("semantic", stock.semantic),
+        ("bm25", stock.bm25),
+        ("hybrid", stock.hybrid),
+    ):
         samples = []
         for i in picks:
             started = time.perf_counter()

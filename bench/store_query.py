@@ -42,6 +42,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from bench.stock_llama import query_bundle, stock_retrievers
 from portal.embedded_db import database_url
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher
@@ -422,42 +423,21 @@ def query_process(
 
 def llama_index(size: int, count: int, mix: str) -> dict[str, Any]:
     """The same queries through stock LlamaIndex retrievers, all in this process."""
-    from llama_index.core import Settings, VectorStoreIndex
-    from llama_index.core.embeddings import MockEmbedding
-    from llama_index.core.llms import MockLLM
-    from llama_index.core.retrievers import QueryFusionRetriever
-    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
-    from llama_index.core.schema import QueryBundle, TextNode
-    from llama_index.retrievers.bm25 import BM25Retriever
-
-    Settings.llm = MockLLM()
-    Settings.embed_model = MockEmbedding(embed_dim=DIMENSIONS)
-    nodes: list[TextNode] = []
-    for chunk_texts, chunk_vectors in batches(size, "seed"):
-        nodes.extend(
-            TextNode(text=text, embedding=vector.tolist())
+    stock = stock_retrievers(
+        (
+            (text, vector.tolist())
+            for chunk_texts, chunk_vectors in batches(size, "seed")
             for text, vector in zip(chunk_texts, chunk_vectors, strict=True)
-        )
-    started = time.perf_counter()
-    index = VectorStoreIndex(nodes)
-    vector_retriever = index.as_retriever(similarity_top_k=20)
-    bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=20)
-    fusion = QueryFusionRetriever(
-        [vector_retriever, bm25],
-        mode=FUSION_MODES.RECIPROCAL_RANK,
-        num_queries=1,
-        similarity_top_k=10,
-        use_async=False,
+        ),
+        DIMENSIONS,
     )
-    build = time.perf_counter() - started
     words, vecs = queries(count, mix, "seed")
-    bundles = [QueryBundle(w, embedding=v.tolist()) for w, v in zip(words, vecs, strict=True)]
-    vector_10 = index.as_retriever(similarity_top_k=10)
+    bundles = [query_bundle(w, v.tolist()) for w, v in zip(words, vecs, strict=True)]
     return {
-        "build_s": build,
-        "semantic": timed(lambda i: vector_10.retrieve(bundles[i]), count),
-        "bm25": timed(lambda i: bm25.retrieve(bundles[i]), count),
-        "hybrid": timed(lambda i: fusion.retrieve(bundles[i]), count),
+        "build_s": stock.build_s,
+        "semantic": timed(lambda i: stock.semantic.retrieve(bundles[i]), count),
+        "bm25": timed(lambda i: stock.bm25.retrieve(bundles[i]), count),
+        "hybrid": timed(lambda i: stock.hybrid.retrieve(bundles[i]), count),
         "rss": rss_mib(),
     }
 

@@ -55,7 +55,8 @@ _FIRST_READ = 20_000
 
 _PROBE_COST = 40
 """About how many postings read from blocks cost as much as looking one chunk's words up in
-the forward index (measured at 100k chunks: ≈ 4 µs a chunk, ≈ 0.1 µs a posting)."""
+the forward index (a row of up to a few hundred words, intersected in Python, against
+≈ 0.1 µs a decoded posting); only the cost of the settling step depends on it."""
 
 _TIES_SENT = 2000
 """Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by key."""
