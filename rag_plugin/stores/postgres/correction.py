@@ -122,16 +122,16 @@ def near_terms(
     values: list[Any] = []
     if keyed:
         # A statement of its own (UNION ALL): ORed with the other clauses, the keys' subquery
-        # made the planner scan the whole vocabulary.
+        # made the planner scan the whole vocabulary; as an array, the entries are primary-key
+        # lookups (a join hashed the whole vocabulary: 18 against 10-14 ms for 5k entries).
         selects.append(
             sql.SQL(
-                "SELECT v.{column}, v.df FROM (SELECT DISTINCT entry FROM {deletes}"
-                "  WHERE collection_id = %s AND key = ANY(%b)) AS d"
-                " JOIN {table} v ON v.collection_id = %s AND v.{column} = d.entry"
+                "SELECT {column}, df FROM {table} WHERE collection_id = %s AND {column} = ANY("
+                " ARRAY(SELECT entry FROM {deletes} WHERE collection_id = %s AND key = ANY(%b)))"
             ).format(column=column, deletes=tables.table(deletes), table=tables.table(table))
         )
         keys = sorted({k for word in keyed for k in deletion_keys(word, max_distance)})
-        values += [row.id, keys, row.id]
+        values += [row.id, row.id, keys]
     if clauses:
         selects.append(
             sql.SQL(
