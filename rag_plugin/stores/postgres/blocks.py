@@ -36,7 +36,7 @@ import psycopg
 from psycopg import sql
 
 from rag_plugin.lexical.slots import IntArray
-from rag_plugin.stores.postgres.near import keys_sql
+from rag_plugin.stores.postgres.near import VOCABULARIES, keys_sql
 from rag_plugin.stores.postgres.rows import Tables
 
 __all__ = [
@@ -72,29 +72,22 @@ blocks' level; the epsilon keeps exact powers of 8 from rounding down."""
 
 
 class BlockKind:
-    """One kind of posting blocks: its table, key column, vocabulary, forward-index column
-    and the arrays a posting carries besides its chunk id.
+    """One kind of posting blocks: its table, its vocabulary (``"terms"`` or ``"words"``,
+    which also names its forward-index column) and the arrays a posting carries besides its
+    chunk id.
 
     The SQL below is written once for both kinds; these are the only parts that differ, all
     constants of this module (never input).
     """
 
-    def __init__(
-        self,
-        table: str,
-        key: str,
-        vocabulary: str,
-        deletes: str,
-        forward: str,
-        payload: tuple[str, ...],
-    ) -> None:
-        self.table, self.key, self.vocabulary, self.forward = table, key, vocabulary, forward
-        self.deletes = deletes
+    def __init__(self, table: str, vocabulary: str, payload: tuple[str, ...]) -> None:
+        self.table, self.forward = table, vocabulary
+        self.vocabulary, key, self.deletes = VOCABULARIES[vocabulary]
         arrays = ("chunk_ids", *payload)
         values = ("id", *(column.removesuffix("s") for column in payload))
         self.fields: dict[str, sql.Composable] = {
             "key": sql.Identifier(key),
-            "forward": sql.Identifier(forward),
+            "forward": sql.Identifier(vocabulary),
             "arrays": sql.SQL(", ").join(map(sql.Identifier, arrays)),
             "values": sql.SQL(", ").join(map(sql.Identifier, values)),
             "u_values": sql.SQL(", ").join(sql.Identifier("u", v) for v in values),
@@ -122,10 +115,10 @@ class BlockKind:
         return tables(template, pieces=tables(_INSERT_PIECES, **fields), **fields)
 
 
-TERMS = BlockKind("term_blocks", "term", "vocabulary", "term_deletes", "terms", ("tfs", "dls"))
+TERMS = BlockKind("term_blocks", "terms", ("tfs", "dls"))
 """BM25: a posting is (chunk id, tf, chunk length)."""
 
-WORDS = BlockKind("word_blocks", "word", "word_vocabulary", "word_deletes", "words", ())
+WORDS = BlockKind("word_blocks", "words", ())
 """Fuzzy: a posting is a chunk id (the chunk holds the whitespace word)."""
 
 
@@ -169,8 +162,8 @@ _MERGE = (
 # Each removed chunk's keys (from the forward index) thin the blocks whose id range holds it;
 # a block holding only removed chunks goes. The df of each key falls by its removed chunks,
 # and a key no chunk holds any more leaves the vocabulary and the near-entry index
-# (``near.py``). Blocks deleted and blocks updated
-# are disjoint (``<@`` or not), so one statement does both.
+# (``near.py``). Blocks deleted and blocks updated are disjoint (``<@`` or not), so one
+# statement does both.
 _REMOVE = (
     "WITH removed AS (SELECT k.key, array_agg(f.chunk_id) AS ids,"
     "  min(f.chunk_id) AS low, max(f.chunk_id) AS high"
@@ -297,14 +290,11 @@ def remove_postings(
     )
 
 
+# A collection's postings from an old table of one row per posting, cut into blocks by the
+# same insert the writes use.
 _BACKFILL = (
-    "WITH p AS (SELECT collection_id, {key}, chunk_id AS id{payload} FROM {old})"
-    " INSERT INTO {blocks} (collection_id, {key}, level, first_id, last_id, {arrays})"
-    " SELECT collection_id, {key}, {level}, min(id), max(id), {aggregates}"
-    " FROM (SELECT collection_id, {key}, {values}, (row_number() OVER"
-    "  (PARTITION BY collection_id, {key} ORDER BY id) - 1) / %(block_size)s AS piece"
-    "  FROM p) AS numbered"
-    " GROUP BY collection_id, {key}, piece"
+    "WITH p AS (SELECT {key}, chunk_id AS id{payload} FROM {old}"
+    " WHERE collection_id = %(coll)s) {pieces}"
 )
 
 
@@ -312,11 +302,15 @@ def backfill_blocks(conn: psycopg.Connection[Any], schema: str) -> None:
     """Migration step: both kinds of blocks and the forward index from the old tables of one
     row per posting (``rag_postings``: term, chunk, tf, dl; ``rag_words``: word, chunk)."""
     tables = Tables(schema)
+    collections = conn.execute(
+        sql.SQL("SELECT id FROM {}").format(tables.table("collections"))
+    ).fetchall()
     for kind, old, payload in ((TERMS, "rag_postings", ", tf, dl"), (WORDS, "rag_words", "")):
-        conn.execute(
-            kind.sql(tables, _BACKFILL, old=sql.Identifier(schema, old), payload=sql.SQL(payload)),
-            _shape(0),
+        statement = kind.sql(
+            tables, _BACKFILL, old=sql.Identifier(schema, old), payload=sql.SQL(payload)
         )
+        for (collection_id,) in collections:
+            conn.execute(statement, _shape(collection_id))
     conn.execute(
         sql.SQL(
             "INSERT INTO {chunk_terms} (chunk_id, terms, words)"
@@ -353,7 +347,8 @@ def decode_int_array(data: bytes, wide: bool) -> IntArray:
 
 
 class TermPostings:
-    """One term's postings, ascending by chunk id: ids, tfs and chunk lengths."""
+    """One term's postings: chunk ids (each once, ascending within a block, blocks in no
+    set order), tfs and chunk lengths, position by position."""
 
     __slots__ = ("dls", "ids", "tfs")
 
@@ -385,19 +380,10 @@ def read_term_postings(
                 decode_int_array(dls, wide=False),
             )
         )
-    found: dict[str, TermPostings] = {}
-    for term, blocks in pieces.items():
-        if len(blocks) == 1:
-            found[term] = TermPostings(*blocks[0])
-            continue
-        ids = np.concatenate([b[0] for b in blocks])
-        order = np.argsort(ids, kind="stable")
-        found[term] = TermPostings(
-            ids[order],
-            np.concatenate([b[1] for b in blocks])[order],
-            np.concatenate([b[2] for b in blocks])[order],
-        )
-    return found
+    return {
+        term: TermPostings(*(np.concatenate(arrays) for arrays in zip(*blocks, strict=True)))
+        for term, blocks in pieces.items()
+    }
 
 
 def union_ids(arrays: list[IntArray]) -> IntArray:

@@ -56,13 +56,17 @@ def statistics_mismatches(
         ).fetchall()
         # Each block: ascending ids inside its recorded range, at most BLOCK_SIZE of them, its
         # level that of its size.
-        block_rows = conn.execute(
-            sql.SQL(
-                "SELECT term, block, level, first_id, last_id, chunk_ids FROM {}"
-                " WHERE collection_id = %s"
-            ).format(table("term_blocks")),
-            (collection_id,),
-        ).fetchall()
+        block_rows = [
+            found
+            for kind, key in (("term_blocks", "term"), ("word_blocks", "word"))
+            for found in conn.execute(
+                sql.SQL(
+                    "SELECT {}, block, level, first_id, last_id, chunk_ids FROM {}"
+                    " WHERE collection_id = %s"
+                ).format(sql.Identifier(key), table(kind)),
+                (collection_id,),
+            ).fetchall()
+        ]
         forward = {
             chunk_id: (terms, words)
             for chunk_id, terms, words in conn.execute(
@@ -85,13 +89,6 @@ def statistics_mismatches(
             sql.SQL(
                 "SELECT u.id, b.word FROM {} b, unnest(b.chunk_ids) AS u(id)"
                 " WHERE b.collection_id = %s"
-            ).format(table("word_blocks")),
-            (collection_id,),
-        ).fetchall()
-        block_rows += conn.execute(
-            sql.SQL(
-                "SELECT word, block, level, first_id, last_id, chunk_ids FROM {}"
-                " WHERE collection_id = %s"
             ).format(table("word_blocks")),
             (collection_id,),
         ).fetchall()
