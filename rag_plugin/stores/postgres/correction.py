@@ -1,10 +1,10 @@
 """Query correction, computed from the database's vocabularies: the same answers as FuzzyIndex.
 
 Close terms (exact): the vocabulary table holds each term with its df; :func:`near_terms`
-returns every term that can be within ``max_distance`` edits of a query word (a long word's
-length window and partition pieces in SQL, see ``_pieces``; a short word's deletion keys,
-see ``near.py``) and :func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks among them with
-the in-memory index's tie-breaking. The fuzzy leg finds its close words the same way
+returns every term that can be within ``max_distance`` edits of a query word (the entries
+sharing one of its deletion keys, see ``near.py``) and
+:func:`~rag_plugin.lexical.fuzzy.correct_word_against` picks among them with the in-memory
+index's tie-breaking. The fuzzy leg finds its close words the same way
 (:func:`near_terms` over the word vocabulary).
 
 Surface words (stemming analyzers, exact): a corrected stem is shown as the collection's most
@@ -29,39 +29,10 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.correction import correct_with, prefix_end
 from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, correct_word_against
 from rag_plugin.stores.base import QueryCorrection
-from rag_plugin.stores.postgres.near import MAX_DEPTH, MAX_LENGTH, VOCABULARIES, deletion_keys
+from rag_plugin.stores.postgres.near import MAX_DEPTH, VOCABULARIES, entry_keys
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
 __all__ = ["correct_query", "near_terms", "words_with_prefixes"]
-
-
-def _pieces(word: str, max_distance: int) -> list[str]:
-    """``word`` cut into ``max_distance + 1`` parts; one survives any ``max_distance`` edits.
-
-    Each edit changes at most one part, so every string within the distance contains one of
-    them unchanged (the partition lemma): an exact filter for candidate terms. Words too short
-    to cut yield an empty part, which every term contains.
-    """
-    parts = max_distance + 1
-    if len(word) < parts:
-        return [""]
-    size, extra = divmod(len(word), parts)
-    pieces, start = [], 0
-    for i in range(parts):
-        end = start + size + (1 if i < extra else 0)
-        pieces.append(word[start:end])
-        start = end
-    return pieces
-
-
-def _like(piece: str) -> str:
-    return "%" + piece.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-def _trigram_served(word: str, max_distance: int) -> bool:
-    """Whether every piece of ``word`` has three characters or more, so the trigram index
-    finds the entries holding one."""
-    return min(len(piece) for piece in _pieces(word, max_distance)) >= 3
 
 
 def near_terms(
@@ -77,73 +48,43 @@ def near_terms(
     ``vocabulary`` is ``"terms"`` (analyzer terms, for correction) or ``"words"`` (the fuzzy
     leg's whitespace words). A superset: the caller's exact distance check decides.
 
-    - Words whose pieces the trigram index serves (nine characters or more at two edits):
-      each word's length window and pieces, filtered in SQL.
-    - Shorter words (a piece of one or two characters filters little, and no trigram serves
-      it): the entries sharing one of their deletion keys (``near.py``), from that index.
-    - Only beyond that index (more than two edits, or entries too long for it): the entries
-      of their length windows from the covering length index alone, kept by rapidfuzz.
+    - At two edits or fewer (what the fuzzy leg and correction use): the entries sharing one of
+      the words' deletion keys (``near.py``), as primary-key lookups.
+    - Beyond that index's depth: the entries of the words' length windows from the covering
+      length index alone, kept by rapidfuzz.
 
-    One statement reads the df of the entries found every way.
+    One statement reads the df of the entries found either way.
     """
     distinct = sorted(set(words))
     if not distinct:
         return {}
     table, key, deletes = VOCABULARIES[vocabulary]
     column = sql.Identifier(key)
-    pieced = [word for word in distinct if _trigram_served(word, max_distance)]
-    keyed = [
-        word
-        for word in distinct
-        if word not in pieced
-        and max_distance <= MAX_DEPTH
-        and len(word) + max_distance <= MAX_LENGTH
-    ]
-    windowed = [word for word in distinct if word not in pieced and word not in keyed]
-    close = _close_in_windows(conn, tables, row, windowed, max_distance, table, column)
-    clauses: list[sql.Composable] = []
-    params: list[Any] = [row.id]
-    if close:
-        clauses.append(sql.SQL("{} = ANY(%b)").format(column))
-        params.append(close)
-    # One clause per word: its own length window and pieces (a long word's pieces must not be
-    # diluted by another word's).
-    clause = sql.SQL("(char_length({column}) BETWEEN %s AND %s AND {column} LIKE ANY(%s))").format(
-        column=column
-    )
-    for word in pieced:
-        clauses.append(clause)
-        params += [
-            max(1, len(word) - max_distance),
-            len(word) + max_distance,
-            sorted({_like(piece) for piece in _pieces(word, max_distance)}),
-        ]
-    selects: list[sql.Composable] = []
-    values: list[Any] = []
-    if keyed:
-        # A statement of its own (UNION ALL): ORed with the other clauses, the keys' subquery
-        # made the planner scan the whole vocabulary; as an array, the entries are primary-key
-        # lookups (a join hashed the whole vocabulary: 18 against 10-14 ms for 5k entries).
-        selects.append(
-            sql.SQL(
-                "SELECT {column}, df FROM {table} WHERE collection_id = %s AND {column} = ANY("
-                " ARRAY(SELECT entry FROM {deletes} WHERE collection_id = %s AND key = ANY(%b)))"
-            ).format(column=column, deletes=tables.table(deletes), table=tables.table(table))
-        )
-        keys = sorted({k for word in keyed for k in deletion_keys(word, max_distance)})
-        values += [row.id, row.id, keys]
-    if clauses:
-        selects.append(
-            sql.SQL(
-                "SELECT {column}, df FROM {table} WHERE collection_id = %s AND ({near})"
-            ).format(column=column, table=tables.table(table), near=sql.SQL(" OR ").join(clauses))
-        )
-        values += params
-    if not selects:
-        return {}
-    # Never a prepared statement: a generic plan, blind to the pieces, would not know whether
-    # the trigram index serves them.
-    found = conn.execute(sql.SQL(" UNION ALL ").join(selects), values, prepare=False).fetchall()
+    entry_table = tables.table(table)
+    if max_distance > MAX_DEPTH:
+        close = _close_in_windows(conn, tables, row, distinct, max_distance, table, column)
+        found = conn.execute(
+            tables(
+                "SELECT {column}, df FROM {table} WHERE collection_id = %s AND {column} = ANY(%b)",
+                column=column,
+                table=entry_table,
+            ),
+            (row.id, close),
+        ).fetchall()
+        return dict(found)
+    # The entries as an array of primary-key lookups: a join with the keys' rows hashed the
+    # whole vocabulary (18 against 10-14 ms for 5k entries).
+    keys = sorted({k for word in distinct for k in entry_keys(word, max_distance)})
+    found = conn.execute(
+        tables(
+            "SELECT {column}, df FROM {table} WHERE collection_id = %s AND {column} = ANY("
+            " ARRAY(SELECT entry FROM {deletes} WHERE collection_id = %s AND key = ANY(%b)))",
+            column=column,
+            deletes=tables.table(deletes),
+            table=entry_table,
+        ),
+        (row.id, row.id, keys),
+    ).fetchall()
     return dict(found)
 
 

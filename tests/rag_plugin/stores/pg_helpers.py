@@ -165,12 +165,7 @@ def statistics_mismatches(
     if word_df != dict(Counter(word for _, word in expected_words)):
         problems.append("word df differs")
     for name, entries in (("term", vocabulary), ("word", word_df)):
-        expected_keys = {
-            (key, entry)
-            for entry in entries
-            if len(entry) <= near.MAX_LENGTH
-            for key in near.deletion_keys(entry)
-        }
+        expected_keys = {(key, entry) for entry in entries for key in near.entry_keys(entry)}
         if deletion_rows[name] != expected_keys:
             problems.append(
                 f"{name} deletion keys differ: {len(deletion_rows[name] ^ expected_keys)}"
@@ -182,12 +177,39 @@ def statistics_mismatches(
     return problems
 
 
+def downgrade_to_version_11(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Undo migration 12 in ``schema``: only entries of at most ten characters have deletion
+    keys, and the trigram indexes are back."""
+
+    def run(statement: str) -> None:
+        conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+    for table in ("rag_term_deletes", "rag_word_deletes"):
+        conn.execute(
+            sql.SQL("DELETE FROM {} WHERE char_length(entry) > %s").format(
+                sql.Identifier(schema, table)
+            ),
+            (near.PREFIX,),
+        )
+    run(
+        "CREATE INDEX rag_vocabulary_trigrams ON {schema}.rag_vocabulary"
+        " USING gin (term gin_trgm_ops)"
+    )
+    run(
+        "CREATE INDEX rag_word_vocabulary_trigrams ON {schema}.rag_word_vocabulary"
+        " USING gin (word gin_trgm_ops)"
+    )
+    run("DELETE FROM {schema}.rag_schema_version WHERE version >= 12")
+
+
 def downgrade_to_version_9(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Undo migrations 10 and 11 in ``schema``: postings back to one row per posting, and no
+    """Undo migrations 10 to 12 in ``schema``: postings back to one row per posting, and no
     deletion keys, as before."""
 
     def run(statement: str) -> None:
         conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+    downgrade_to_version_11(conn, schema)
 
     run(
         "CREATE TABLE {schema}.rag_postings (collection_id bigint NOT NULL,"

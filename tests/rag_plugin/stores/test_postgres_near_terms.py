@@ -1,8 +1,9 @@
 """near_terms: every vocabulary entry within two edits of a query word, with its df.
 
-Short words are found by reading their whole length window into rapidfuzz, long ones by their
-partition pieces in SQL; either way the answer must hold every entry of the table that is
-close enough. The expected entries come from the vocabulary tables themselves.
+Words are found by their deletion keys (of their first ten characters) at two edits or
+fewer, by reading their whole length windows into rapidfuzz beyond; either way the answer
+must hold every entry of the table that is close enough. The expected entries come from the
+vocabulary tables themselves.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ TEXTS = [
     "aaaaaaaaaa aaaaaaaab baaaaaaaaa straßen ecole écoles 100% ab_",
 ]
 
-# One and two letters, short (windows read whole), six to eight letters (windows read whole:
-# a two-letter piece has no trigram), nine and more (trigram pieces), non-ASCII letters, and
-# LIKE's own metacharacters.
+# One and two letters, short, six to ten letters (keys of the whole word), eleven and more
+# (keys of the first ten), non-ASCII letters, and LIKE's and SQL's metacharacters.
 QUERY_WORDS = [
     "x",
     "ka",
@@ -98,7 +98,7 @@ def test_near_terms_finds_every_entry_within_two_edits_with_its_df(
             got = near_terms(conn, tables, row, [word], 2, name)
             assert expected.items() <= got.items(), word
             assert got.items() <= entries.items(), word  # a superset, but only of real entries
-        # All words at once: the short words share one window read, the long ones one statement.
+        # All words at once: one statement.
         assert everything.items() <= near_terms(conn, tables, row, QUERY_WORDS, 2, name).items()
         assert near_terms(conn, tables, row, [], 2, name) == {}
     # The queries do reach entries both ways, non-ASCII ones and metacharacters included.
@@ -123,3 +123,17 @@ def test_near_terms_with_distance_zero_or_one(
                 }
                 got = near_terms(conn, Tables(pg_schema), row, [word], distance, "words")
                 assert expected.items() <= got.items(), (distance, word)
+
+
+def test_near_terms_beyond_the_index_depth_reads_length_windows(
+    dsn: str, pg_schema: str, collection: tuple[CollectionInfo, CollectionRow]
+) -> None:
+    _, row = collection
+    with psycopg.connect(dsn) as conn:
+        entries = vocabulary(conn, pg_schema, "words")
+        for word in QUERY_WORDS:
+            expected = {
+                entry: df for entry, df in entries.items() if Levenshtein.distance(word, entry) <= 3
+            }
+            got = near_terms(conn, Tables(pg_schema), row, [word], 3, "words")
+            assert got == expected, word

@@ -23,7 +23,7 @@ from rag_plugin.stores.postgres.schema import MIGRATIONS, Migration, current_ver
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
 
-from .pg_helpers import downgrade_to_version_9, statistics_mismatches
+from .pg_helpers import downgrade_to_version_9, downgrade_to_version_11, statistics_mismatches
 from .store_contract import CORPUS, StoreContract, chunk_inputs
 
 
@@ -152,6 +152,31 @@ def test_migration_10_moves_the_postings_into_blocks(
         expected_fuzzy
     )
     assert (len(expected), len(expected_fuzzy)) == (6, 6)
+
+
+def test_migration_12_keys_the_long_entries_and_drops_the_trigram_indexes(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    texts = ["internationalization internal", "internationalisation interval", "intern x"]
+    _, chunks = chunk_inputs(texts, [[1.0, 0.0]] * 3)
+    store.upsert_document(collection, DocumentInput(source="a"), chunks)
+    expected = [(h.chunk.id, h.score) for h in store.fuzzy(collection, "internationalizaton", 10)]
+    with psycopg.connect(dsn) as conn:
+        downgrade_to_version_11(conn, pg_schema)
+        conn.commit()
+        assert statistics_mismatches(dsn, pg_schema, "docs") != []  # long entries have no keys
+        assert ensure_schema(conn, pg_schema) == SCHEMA_VERSION
+        trigram_indexes = conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
+            (pg_schema, "%trigrams"),
+        ).fetchone()
+    assert trigram_indexes == (0,)
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+    assert [(h.chunk.id, h.score) for h in store.fuzzy(collection, "internationalizaton", 10)] == (
+        expected
+    )
+    assert len(expected) == 2
 
 
 def test_a_schema_newer_than_the_code_is_refused(
