@@ -7,10 +7,11 @@ from collections.abc import Container
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DocumentSlots", "FloatArray", "IntArray", "top_by_score"]
+__all__ = ["BoolArray", "DocumentSlots", "FloatArray", "IntArray", "top_by_score"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
+BoolArray = npt.NDArray[np.bool_]
 
 
 class DocumentSlots:

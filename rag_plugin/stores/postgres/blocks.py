@@ -49,6 +49,7 @@ __all__ = [
     "TermPostings",
     "add_postings",
     "backfill_blocks",
+    "chunk_ids_at",
     "decode_int_array",
     "read_chunk_words",
     "read_term_postings",
@@ -384,6 +385,15 @@ def read_term_postings(
         term: TermPostings(*(np.concatenate(arrays) for arrays in zip(*blocks, strict=True)))
         for term, blocks in pieces.items()
     }
+
+
+def chunk_ids_at(ids: IntArray, chunk_ids: IntArray) -> IntArray:
+    """The positions in ``ids`` (ascending) of those of ``chunk_ids`` that it holds."""
+    at = np.searchsorted(ids, chunk_ids)
+    inside = at < len(ids)
+    at = at[inside]
+    found: IntArray = at[ids[at] == chunk_ids[inside]]
+    return found
 
 
 def union_ids(arrays: list[IntArray]) -> IntArray:

@@ -40,10 +40,15 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from rag_plugin.lexical.analyzers import get_analyzer
-from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, fuzzy_query_words, word_similarity
-from rag_plugin.lexical.slots import FloatArray, IntArray
+from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, fuzzy_query_words
+from rag_plugin.lexical.slots import BoolArray, FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
-from rag_plugin.stores.postgres.blocks import read_chunk_words, read_word_groups, union_ids
+from rag_plugin.stores.postgres.blocks import (
+    chunk_ids_at,
+    read_chunk_words,
+    read_word_groups,
+    union_ids,
+)
 from rag_plugin.stores.postgres.correction import near_terms
 from rag_plugin.stores.postgres.lexical import allowed_chunks, top_chunks
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
@@ -98,22 +103,31 @@ class _Scores:
         self.ids: IntArray = np.zeros(0, dtype=np.int64)
         self.best: FloatArray = np.zeros((self.width, 0))
 
-    def add(self, found: list[tuple[_Group, IntArray]]) -> None:
-        """Take in the chunks holding a word of each group."""
+    def add(self, found: list[tuple[_Group, IntArray]], grow: bool = True) -> None:
+        """Take in the chunks holding a word of each group; with ``grow`` false, only those
+        already here (the others cannot reach the top any more)."""
         found = [(group, chunk_ids) for group, chunk_ids in found if len(chunk_ids)]
         if not found:
             return
-        ids = union_ids([self.ids, *(chunk_ids for _, chunk_ids in found)])
-        if len(ids) != len(self.ids):
-            grown = np.zeros((self.width, len(ids)))
-            grown[:, np.searchsorted(ids, self.ids)] = self.best
-            self.ids, self.best = ids, grown
+        if grow:
+            ids = union_ids([self.ids, *(chunk_ids for _, chunk_ids in found)])
+            if len(ids) != len(self.ids):
+                grown = np.zeros((self.width, len(ids)))
+                grown[:, np.searchsorted(ids, self.ids)] = self.best
+                self.ids, self.best = ids, grown
         for group, chunk_ids in found:
             # A chunk may come twice (two words of the group); it gets the same value twice.
-            columns = np.searchsorted(self.ids, chunk_ids)
+            if grow:
+                columns = np.searchsorted(self.ids, chunk_ids)
+            else:
+                columns = chunk_ids_at(self.ids, chunk_ids)
             for position, similarity in group.similarities:
                 row = self.best[position]
                 row[columns] = np.maximum(row[columns], similarity)
+
+    def keep(self, mask: BoolArray) -> None:
+        """Forget every chunk but those of ``mask``."""
+        self.ids, self.best = self.ids[mask], self.best[:, mask]
 
     def combine(self, best: FloatArray) -> FloatArray:
         """``(Σ best / n) · (matched / n)`` per chunk, adding in query order like FuzzyIndex."""
@@ -152,7 +166,11 @@ def _nth(scores: FloatArray, n: int) -> float:
 def _close_groups(
     conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, words: list[str]
 ) -> list[_Group]:
-    """The close words of ``words`` (each similarity > 0), grouped by their similarities."""
+    """The close words of ``words`` (each similarity > 0), grouped by their similarities.
+
+    In numpy: a short query word (``55``, ``90%``) is close to thousands of entries, and a
+    Python step per (word, entry) pair cost up to 75 ms a query.
+    """
     distinct = list(dict.fromkeys(words))
     vocabulary = near_terms(conn, tables, row, distinct, DEFAULT_MAX_DISTANCE, "words")
     if not vocabulary:
@@ -166,23 +184,30 @@ def _close_groups(
         score_cutoff=DEFAULT_MAX_DISTANCE,
         dtype=np.int32,
     )
-    close: dict[int, list[tuple[int, float]]] = {}
-    for position, column in zip(*np.nonzero(distances <= DEFAULT_MAX_DISTANCE), strict=True):
-        query_word = distinct[int(position)]
-        similarity = word_similarity(
-            query_word, choices[int(column)], int(distances[position, column])
-        )
-        if similarity > 0.0:
-            close.setdefault(int(column), []).append((int(position), similarity))
-    groups: dict[Similarities, _Group] = {}
-    for column, similarities in close.items():
-        key = tuple(similarities)  # positions ascending: np.nonzero walks rows in order
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = _Group(key)
-        group.words.append(choices[column])
-        group.df += vocabulary[choices[column]]
-    return list(groups.values())
+    # word_similarity's 1 − d / max(byte lengths), the same IEEE operations on the same values.
+    query_bytes = np.array([len(word.encode()) for word in distinct])
+    choice_bytes = np.array([len(word.encode()) for word in choices])
+    longest = np.maximum(query_bytes[:, None], choice_bytes[None, :])
+    similarity = np.where(distances <= DEFAULT_MAX_DISTANCE, 1.0 - distances / longest, 0.0)
+    columns = np.flatnonzero((similarity > 0.0).any(axis=0))
+    if not len(columns):
+        return []
+    # Candidates with equal similarities to every query word form one group: sorted by their
+    # similarities (a lexsort: np.unique over rows took 4 ms), a group is a run of equal ones.
+    close = similarity[:, columns]
+    order = np.lexsort(close[::-1])
+    close, columns = close[:, order], columns[order]
+    starts = np.flatnonzero(np.concatenate(([True], (close[:, 1:] != close[:, :-1]).any(axis=0))))
+    ends = [*starts[1:].tolist(), len(columns)]
+    candidates = columns.tolist()
+    groups: list[_Group] = []
+    for start, end in zip(starts.tolist(), ends, strict=True):
+        key = close[:, start]
+        group = _Group(tuple((int(p), float(key[p])) for p in np.flatnonzero(key > 0.0)))
+        group.words = [choices[column] for column in candidates[start:end]]
+        group.df = sum(vocabulary[word] for word in group.words)
+        groups.append(group)
+    return groups
 
 
 def fuzzy_search(
@@ -297,24 +322,29 @@ def _settle_left_out(
     """Give every chunk that can still reach the top ``n`` its similarities to the left-out
     words (module docstring, step 3)."""
     remaining = sorted(left_out, key=lambda group: -group.level)
-    settled = np.zeros(0, dtype=np.int64)  # chunks whose every left-out word is known
+    # Chunks not seen by now hold left-out words only and stay below θ (that is how the words
+    # were left out), and a chunk whose bound falls below θ stays there: neither is ever an
+    # answer, so the state keeps only the others and reading a tier adds nobody.
+    if allowed is not None:
+        state.keep(np.isin(state.ids, allowed))
+    settled = np.zeros(len(state.ids), dtype=bool)  # every left-out word of the chunk known
     while remaining:
-        floor = max(floor, _nth(_kept(state, allowed)[1], n))
+        floor = max(floor, _nth(state.combine(state.best), n))
         residual = np.zeros(state.width)
         for group in remaining:
             for position, similarity in group.similarities:
                 residual[position] = max(residual[position], similarity)
-        upper = state.combine(np.maximum(state.best, residual[:, None]))
-        unsure = (upper >= floor) & ~np.isin(state.ids, settled)
-        if allowed is not None:
-            unsure &= np.isin(state.ids, allowed)
+        reachable = state.combine(np.maximum(state.best, residual[:, None])) >= floor
+        state.keep(reachable)
+        settled = settled[reachable]
+        unsure = ~settled
         if not unsure.any():
             return
         tier = [group for group in remaining if group.level == remaining[0].level]
         remaining = remaining[len(tier) :]
         chunks = state.ids[unsure]
         if len(chunks) * _PROBE_COST > sum(group.df for group in tier):
-            state.add(_read(conn, tables, row, tier))
+            state.add(_read(conn, tables, row, tier), grow=False)
         else:
             # The unsure chunks' words tell every left-out word they hold: all tiers at once.
             pending = tier + remaining
@@ -327,9 +357,10 @@ def _settle_left_out(
                 [
                     (group, np.asarray(ids, dtype=np.int64))
                     for group, ids in zip(pending, holders, strict=True)
-                ]
+                ],
+                grow=False,
             )
-            settled = union_ids([settled, chunks])
+            settled |= unsure
 
 
 def _break_ties(
