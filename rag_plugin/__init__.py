@@ -53,6 +53,13 @@ from rag_plugin.exceptions import (
     RagError,
     StoreError,
 )
+from rag_plugin.filters import (
+    FilterCondition,
+    FilterGroup,
+    FilterOperator,
+    Filters,
+    MetadataFilter,
+)
 from rag_plugin.fusion import (
     DEFAULT_RRF_K,
     SEED_RRF_K,
@@ -120,7 +127,6 @@ from rag_plugin.stores.base import (
     CollectionInfo,
     DocumentInput,
     DocumentRecord,
-    Filters,
     ScoredChunk,
     Store,
     validate_collection_name,
@@ -176,6 +182,9 @@ __all__ = [
     "EmbeddingCache",
     "EmbeddingError",
     "FastEmbedEmbedder",
+    "FilterCondition",
+    "FilterGroup",
+    "FilterOperator",
     "Filters",
     "FuzzyIndex",
     "HttpEmbedder",
@@ -186,6 +195,7 @@ __all__ = [
     "InvalidVectorError",
     "LexicalReranker",
     "MemoryStore",
+    "MetadataFilter",
     "ModelLoadError",
     "MultiCollectionRetriever",
     "NoReranker",

@@ -13,9 +13,12 @@ The chatbot seed's ``get_multi_collection_context``, as a library call:
 4. Chunks scoring at least ``min_relevance`` are kept; if none does, the top ``final_k``
    unfiltered are used instead.
 5. The profile's reranker reorders them (a reranker that raises is logged; the order stays).
-6. Unless the profile's model is a vision model, chunks whose metadata ``has_image`` is truthy
-   are dropped.
-7. The first ``final_k`` are returned.
+6. The first ``final_k`` are returned.
+
+The profile's ``filters`` apply inside every leg, before ranking; so does, unless the
+profile's model is a vision model, leaving out the chunks whose metadata ``has_image`` is set
+(anything but absent, null, ``""``, ``[]``, false or 0), so ``final_k`` chunks come back
+whenever that many qualify.
 
 **Scores.** ``min_relevance`` only means something on a bounded score, so a profile searches
 with ``semantic`` (the default, as the seed: the similarity clamped to [0, 1], which for
@@ -36,11 +39,18 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from rag_plugin.engine import CollectionSearcher, SearchHit
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.filters import (
+    FilterCondition,
+    FilterExpression,
+    FilterGroup,
+    FilterOperator,
+    MetadataFilter,
+    as_expression,
+)
 from rag_plugin.fusion import (
     DEFAULT_RRF_K,
     HybridWeights,
@@ -236,8 +246,8 @@ class RetrievalProfile:
         expander = QueryExpander(self.language, self.synonyms)
         object.__setattr__(self, "language", expander.language)
         object.__setattr__(self, "synonyms", normalize_synonyms(self.synonyms))
-        if self.filters is not None:
-            object.__setattr__(self, "filters", MappingProxyType(dict(self.filters)))
+        # Validated once here, and immutable (an expression is frozen).
+        object.__setattr__(self, "filters", as_expression(self.filters))
 
     @property
     def search_strategy(self) -> SearchStrategy:
@@ -363,8 +373,6 @@ class MultiCollectionRetriever:
         if fallback:
             relevant = candidates[:final_k]
         reranked = self._rerank(query, relevant, profile)
-        if not profile.vision:
-            reranked = [c for c in reranked if not c.has_image]
         return RetrievalResult(
             chunks=tuple(reranked[:final_k]),
             query=query,
@@ -419,7 +427,7 @@ class MultiCollectionRetriever:
             strategy=strategy,
             top_k=top_k,
             threshold=_NO_FLOOR,
-            filters=profile.filters,
+            filters=_leg_filters(profile),
             weights=profile.weights,
             rrf_k=DEFAULT_RRF_K,
         ).hits
@@ -452,6 +460,28 @@ class MultiCollectionRetriever:
             (chunks[result.id], result.score)
             for result in rank_results(normalized, _NO_FLOOR, candidate_k)
         ]
+
+
+_WITHOUT_IMAGE = FilterGroup(
+    FilterCondition.OR,
+    (
+        MetadataFilter("has_image", FilterOperator.IS_EMPTY, None),
+        MetadataFilter("has_image", FilterOperator.EQ, False),
+        MetadataFilter("has_image", FilterOperator.EQ, 0),
+    ),
+)
+"""Chunks whose ``has_image`` is absent or false: what a model without vision can read."""
+
+
+def _leg_filters(profile: RetrievalProfile) -> FilterExpression | None:
+    """The profile's filters, and for a model without vision no image chunks, applied in
+    every leg before ranking (so ``retrieval_k`` chunks come back when that many qualify)."""
+    filters = as_expression(profile.filters)
+    if profile.vision:
+        return filters
+    if filters is None:
+        return _WITHOUT_IMAGE
+    return FilterGroup(FilterCondition.AND, (filters, _WITHOUT_IMAGE))
 
 
 def _normalized(hit: SearchHit) -> float:

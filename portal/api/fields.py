@@ -10,7 +10,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.filters import (
+    MAX_FILTERS,
+    FilterCondition,
+    FilterExpression,
+    FilterOperator,
+    filters_from_json,
+)
 
 
 class StrictCharField(serializers.CharField):
@@ -72,3 +82,45 @@ class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
                 {unknown[0]: [f"Unknown field. Allowed: {', '.join(sorted(self.fields))}."]}
             )
         return super().to_internal_value(data)
+
+
+_SCALAR_SCHEMA = {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+FILTER_SCHEMA: dict[str, Any] = {
+    "description": (
+        "Metadata filters, applied before ranking in every leg: a group "
+        '`{"condition": "and"|"or"|"not", "filters": [...]}` (nested at most 8 deep, '
+        "100 filters in all), a filter "
+        '`{"key": ..., "operator": ..., "value": ...}` with an operator of '
+        + ", ".join(f"`{operator.value}`" for operator in FilterOperator)
+        + " (or its name, e.g. `gte`), or `{key: value}` equality filters."
+    ),
+    "type": "object",
+    "example": {
+        "condition": "and",
+        "filters": [
+            {"key": "year", "operator": ">", "value": 2021},
+            {"key": "topic", "operator": "in", "value": ["birds", "fish"]},
+        ],
+    },
+    "properties": {
+        "condition": {"type": "string", "enum": [c.value for c in FilterCondition]},
+        "filters": {"type": "array", "items": {"type": "object"}, "maxItems": MAX_FILTERS},
+        "key": {"type": "string", "minLength": 1},
+        "operator": {"type": "string"},
+        "value": {"oneOf": [*_SCALAR_SCHEMA["oneOf"], {"type": "array", "items": _SCALAR_SCHEMA}]},
+    },
+}
+
+
+@extend_schema_field(FILTER_SCHEMA)
+class FilterField(serializers.Field):  # type: ignore[type-arg]
+    """A metadata filter expression in its JSON form (``rag_plugin.filters``), validated."""
+
+    def to_internal_value(self, data: Any) -> FilterExpression | None:
+        try:
+            return filters_from_json(data)
+        except InvalidInputError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def to_representation(self, value: Any) -> Any:
+        return value

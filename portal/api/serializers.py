@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from portal.api.fields import (
+    FilterField,
     InputSerializer,
     StrictBooleanField,
     StrictCharField,
@@ -155,6 +156,7 @@ class SearchInput(InputSerializer):
     rerank = StrictBooleanField(required=False, default=False)
     correct_typos = StrictBooleanField(required=False, default=False)
     shared = StrictBooleanField(required=False, default=False)
+    filters = FilterField(required=False, allow_null=True, default=None)
 
     def validate_strategy(self, value: str | None) -> SearchStrategy:
         try:
@@ -292,6 +294,7 @@ class ContextInput(InputSerializer):
     k = StrictIntegerField(required=False, min_value=1, max_value=100)
     min_relevance = StrictFloatField(required=False)
     rerank = serializers.ChoiceField(choices=RERANK_MODES, required=False)
+    filters = FilterField(required=False, allow_null=True)
 
     def validate_collections(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not value:

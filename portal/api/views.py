@@ -317,6 +317,7 @@ def _profile_request(request: Request) -> dict[str, Any]:
             ("k", "retrieval_k"),
             ("min_relevance", "min_relevance"),
             ("rerank", "rerank"),
+            ("filters", "filters"),
         )
         if key in data
     }

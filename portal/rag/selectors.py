@@ -12,6 +12,7 @@ from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, scope_for
 from rag_plugin.engine import CollectionSearcher, SearchOutcome
 from rag_plugin.exceptions import DocumentNotFoundError
+from rag_plugin.filters import FilterExpression
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord
 from tenants.selectors import enabled_rag_sources
@@ -82,6 +83,7 @@ def rag_search(
     threshold: float,
     correct_typos: bool,
     shared: bool = False,
+    filters: FilterExpression | None = None,
 ) -> SearchOutcome:
     """Search one of the caller's collections (SPEC A3); every leg is scoped by owner."""
     started = time.perf_counter()
@@ -95,6 +97,7 @@ def rag_search(
         top_k=limit,
         threshold=threshold,
         correct_typos=correct_typos,
+        filters=filters,
     )
     logger.info(
         "rag.search",

@@ -12,16 +12,21 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
-from llama_index.core.vector_stores.types import (
-    FilterCondition,
-    FilterOperator,
-    MetadataFilter,
-    MetadataFilters,
-)
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher, EmbedderResolver, SearchHit
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.filters import (
+    MAX_DEPTH,
+    FilterCondition,
+    FilterExpression,
+    FilterGroup,
+    FilterOperator,
+    MetadataFilter,
+    Scalar,
+    as_expression,
+)
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Filters, Store
@@ -108,37 +113,25 @@ def chunk_to_node(chunk: ChunkRecord) -> TextNode:
 
 
 def filters_from_llama(filters: MetadataFilters | Filters | None) -> Filters | None:
-    """Turn LlamaIndex ``MetadataFilters`` into equality filters; other operators are refused.
-
-    Only what every store can apply before ranking is accepted: ``EQ`` filters on scalar
-    values, combined with ``AND``. A plain mapping passes through as it is.
-    """
+    """LlamaIndex ``MetadataFilters`` as our filter expression, one to one (every operator
+    and condition, nested); anything else passes through as it is, to be validated by the
+    store. The operators mean what :mod:`rag_plugin.filters` says, which is what LlamaIndex's
+    own in-memory store does, applied before ranking in every leg."""
     if filters is None or not isinstance(filters, MetadataFilters):
         return filters
-    if filters.condition not in (None, FilterCondition.AND):
-        raise InvalidInputError(
-            f"Unsupported filter condition: {filters.condition}. Use: {FilterCondition.AND.value}"
-        )
-    result: dict[str, str | int | float | bool] = {}
+    return as_expression(_expression(filters, 1))
+
+
+def _expression(filters: MetadataFilters, depth: int) -> FilterExpression:
+    if depth > MAX_DEPTH:
+        raise InvalidInputError(f"MetadataFilters nest deeper than {MAX_DEPTH} levels.")
+    condition = FilterCondition(filters.condition.value if filters.condition else "and")
+    children: list[FilterExpression] = []
     for item in filters.filters:
-        if not isinstance(item, MetadataFilter):
-            raise InvalidInputError(
-                "Nested MetadataFilters are not supported; pass a flat list of EQ filters."
-            )
-        if item.operator is not FilterOperator.EQ:
-            raise InvalidInputError(
-                f"Unsupported filter operator: {item.operator.value} on '{item.key}'. "
-                f"Use: {FilterOperator.EQ.value}"
-            )
-        if not isinstance(item.value, str | int | float | bool):
-            raise InvalidInputError(
-                f"Filter '{item.key}' has the value {item.value!r}; use a string, number or "
-                "boolean."
-            )
-        if item.key in result and result[item.key] != item.value:
-            raise InvalidInputError(
-                f"Filter '{item.key}' must equal both {result[item.key]!r} and {item.value!r}, "
-                "which no chunk can; pass one value per key."
-            )
-        result[item.key] = item.value
-    return result
+        if isinstance(item, MetadataFilters):
+            children.append(_expression(item, depth + 1))
+            continue
+        raw = item.value
+        value: Scalar | tuple[Scalar, ...] | None = tuple(raw) if isinstance(raw, list) else raw
+        children.append(MetadataFilter(item.key, FilterOperator(item.operator.value), value))
+    return FilterGroup(condition, tuple(children))

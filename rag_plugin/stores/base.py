@@ -6,8 +6,9 @@ exact offsets into the document, metadata and one vector. The store answers the 
 (:mod:`rag_plugin.engine`) does strategies, fusion and thresholds once for all stores.
 
 Scoping: a collection belongs to an ``owner`` (any string, e.g. ``"user:17"``) or, with
-``owner=None``, is shared. ``filters`` are equality matches on chunk metadata. Every leg applies
-the owner and the filters *before* ranking, never after.
+``owner=None``, is shared. ``filters`` are metadata filters (:mod:`rag_plugin.filters`: an
+expression, or ``{key: value}`` equality). Every leg applies the owner and the filters *before*
+ranking, never after.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.filters import Filters
 from rag_plugin.lexical.correction import Correction, QueryCorrection
 from rag_plugin.vectors import DistanceMetric
 
@@ -38,8 +40,6 @@ __all__ = [
     "validate_collection_name",
 ]
 
-Filters = Mapping[str, str | int | float | bool]
-"""Equality filters on chunk metadata: every key must equal the value."""
 
 _COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_COLLECTION_NAME_LENGTH = 63

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag_plugin.filters import as_expression, matches
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex
@@ -169,13 +170,10 @@ class MemoryCollection:
         return correction
 
     def _allowed_ids(self, filters: Filters | None) -> set[str] | None:
-        if not filters:
+        expression = as_expression(filters)
+        if expression is None:
             return None
-        return {
-            chunk.id
-            for chunk in self._chunks.values()
-            if all(_metadata_equals(chunk.metadata, key, value) for key, value in filters.items())
-        }
+        return {chunk.id for chunk in self._chunks.values() if matches(expression, chunk.metadata)}
 
     # -- JSON --------------------------------------------------------------------------
 
@@ -258,14 +256,6 @@ class MemoryCollection:
             sequence += 1
             collection.add_document(record, chunks, sequence)
         return collection, sequence
-
-
-def _metadata_equals(metadata: Mapping[str, Any], key: str, value: object) -> bool:
-    # JSON tells booleans from numbers (as PostgreSQL's jsonb does), so True must not match 1.
-    if key not in metadata:
-        return False
-    stored = metadata[key]
-    return isinstance(stored, bool) is isinstance(value, bool) and bool(stored == value)
 
 
 def _similarities(matrix: Vector, query: Vector, metric: DistanceMetric) -> Vector:

@@ -14,6 +14,7 @@ import pytest
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher, SearchOutcome
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.filters import FilterOperator, MetadataFilter
 from rag_plugin.fusion import HybridWeights
 from rag_plugin.rerank import NoReranker, Reranker, RerankMode, T
 from rag_plugin.retrieval import (
@@ -149,6 +150,27 @@ def test_vision_profiles_keep_image_chunks(
         ("faq", FAQ[1][0], 0.4),
     ]
     assert [c.has_image for c in result] == [False, False, False, True]
+
+
+def test_image_chunks_are_left_out_before_ranking_so_k_come_back(
+    retriever: MultiCollectionRetriever, faq: CollectionInfo
+) -> None:
+    # The image chunk ties for the best score; left out after ranking, a k of 2 would return
+    # one chunk. Left out inside the legs, the next one takes its place.
+    profile = RetrievalProfile(rerank="off", retrieval_k=2, min_relevance=0.0)
+    result = retriever.retrieve(QUERY, [CollectionRef(faq)], profile)
+    assert [c.chunk.content for c in result] == [FAQ[0][0], FAQ[2][0]]
+    assert not any(c.has_image for c in result)
+
+
+def test_profile_filters_combine_with_the_image_rule(
+    retriever: MultiCollectionRetriever, faq: CollectionInfo
+) -> None:
+    images = MetadataFilter("has_image", FilterOperator.EQ, True)
+    for vision, expected in ((False, []), (True, [FAQ[1][0]])):
+        profile = RetrievalProfile(rerank="off", min_relevance=0.0, filters=images, vision=vision)
+        result = retriever.retrieve(QUERY, [CollectionRef(faq)], profile)
+        assert [c.chunk.content for c in result] == expected, vision
 
 
 def test_equal_scores_follow_priority_then_the_callers_order(

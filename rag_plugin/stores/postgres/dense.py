@@ -27,6 +27,7 @@ import psycopg
 from psycopg import sql
 
 from rag_plugin.stores.base import ScoredChunk
+from rag_plugin.stores.postgres.filters import SqlFilter
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -59,7 +60,7 @@ def dense_search(
     row: CollectionRow,
     vector: Sequence[float],
     n: int,
-    filters: str | None,
+    filters: SqlFilter | None,
     *,
     ef_search: int,
     exact_below: int,
@@ -82,17 +83,29 @@ def dense_search(
 
 
 def _matching(
-    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, filters: str, bound: int
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    filters: SqlFilter,
+    bound: int,
 ) -> int:
     """How many chunks match ``filters``, counting no further than ``bound``."""
     found = conn.execute(
         tables(
-            "SELECT count(*) FROM (SELECT 1 FROM {chunks} WHERE collection_id = %s"
-            " AND metadata @> %s::jsonb LIMIT %s) AS matching"
+            "SELECT count(*) FROM (SELECT 1 FROM {chunks} c WHERE c.collection_id = %(coll)s"
+            " AND {condition} LIMIT %(bound)s) AS matching",
+            condition=filters.condition,
         ),
-        (row.id, filters, bound),
+        {**filters.params, "coll": row.id, "bound": bound},
     ).fetchone()
     return int(found[0]) if found else 0
+
+
+def _where(filters: SqlFilter | None) -> tuple[sql.Composable, dict[str, Any]]:
+    """The filter as an ``AND`` clause on ``c`` with its parameters (nothing without one)."""
+    if filters is None:
+        return sql.SQL(""), {}
+    return sql.SQL(" AND {}").format(filters.condition), filters.params
 
 
 def _scored(row: CollectionRow, rows: list[tuple[Any, ...]]) -> list[ScoredChunk]:
@@ -108,9 +121,9 @@ def _exact(
     row: CollectionRow,
     query: str,
     n: int,
-    filters: str | None,
+    filters: SqlFilter | None,
 ) -> list[ScoredChunk]:
-    where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb" if filters else "")
+    where, params = _where(filters)
     rows = conn.execute(
         tables(
             "SELECT {chunk_columns}, c.embedding {op} %(q)s::vector AS distance"
@@ -119,7 +132,7 @@ def _exact(
             op=sql.SQL(OPERATORS[row.info.metric]),
             where=where,
         ),
-        {"q": query, "coll": row.id, "filters": filters, "n": n},
+        {**params, "q": query, "coll": row.id, "n": n},
     ).fetchall()
     return _scored(row, rows)
 
@@ -130,7 +143,7 @@ def _approximate(
     row: CollectionRow,
     query: str,
     n: int,
-    filters: str | None,
+    filters: SqlFilter | None,
     *,
     ef_search: int,
 ) -> list[ScoredChunk]:
@@ -155,7 +168,7 @@ def _approximate(
         },
     )
     dims = sql.Literal(row.info.dimensions)
-    where = sql.SQL(" AND c.metadata @> %(filters)s::jsonb" if filters else "")
+    where, params = _where(filters)
     rows = conn.execute(
         tables(
             "WITH hits AS MATERIALIZED ("
@@ -169,6 +182,6 @@ def _approximate(
             metric=sql.Literal(row.info.metric.value),
             where=where,
         ),
-        {"q": query, "coll": row.id, "filters": filters, "n": n},
+        {**params, "q": query, "coll": row.id, "n": n},
     ).fetchall()
     return _scored(row, rows)

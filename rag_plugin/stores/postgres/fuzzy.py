@@ -50,6 +50,7 @@ from rag_plugin.stores.postgres.blocks import (
     union_ids,
 )
 from rag_plugin.stores.postgres.correction import near_terms
+from rag_plugin.stores.postgres.filters import SqlFilter
 from rag_plugin.stores.postgres.lexical import allowed_chunks, top_chunks
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
@@ -216,7 +217,7 @@ def fuzzy_search(
     row: CollectionRow,
     query: str,
     n: int,
-    filters: str | None,
+    filters: SqlFilter | None,
 ) -> list[ScoredChunk]:
     """Top ``n`` chunks by the fuzzy word-match score; only scores > 0; ties by chunk id."""
     words = fuzzy_query_words(query, get_analyzer(row.info.analyzer))

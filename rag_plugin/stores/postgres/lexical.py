@@ -28,6 +28,7 @@ from rag_plugin.lexical.bm25 import bm25_idf, bm25_term_scores
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
 from rag_plugin.stores.postgres.blocks import decode_int_array, read_term_postings, union_ids
+from rag_plugin.stores.postgres.filters import SqlFilter
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 
 __all__ = ["allowed_chunks", "bm25_search", "top_chunks"]
@@ -39,7 +40,7 @@ def bm25_search(
     row: CollectionRow,
     query: str,
     n: int,
-    filters: str | None,
+    filters: SqlFilter | None,
 ) -> list[ScoredChunk]:
     """Top ``n`` chunks by BM25 over the whole collection; only scores > 0 (module docstring)."""
     tokens = get_analyzer(row.info.analyzer).tokens(query)
@@ -72,15 +73,16 @@ def bm25_search(
 
 
 def allowed_chunks(
-    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, filters: str
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, filters: SqlFilter
 ) -> IntArray:
-    """The ids of the collection's chunks whose metadata matches ``filters`` (JSON)."""
+    """The ids of the collection's chunks whose metadata matches ``filters``."""
     found = conn.execute(
         tables(
-            "SELECT array_send(coalesce(array_agg(id), ARRAY[]::bigint[])) FROM {chunks}"
-            " WHERE collection_id = %s AND metadata @> %s::jsonb"
+            "SELECT array_send(coalesce(array_agg(c.id), ARRAY[]::bigint[])) FROM {chunks} c"
+            " WHERE c.collection_id = %(coll)s AND {condition}",
+            condition=filters.condition,
         ),
-        (row.id, filters),
+        {**filters.params, "coll": row.id},
         binary=True,
     ).fetchone()
     return decode_int_array(found[0], wide=True) if found else np.zeros(0, dtype=np.int64)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +11,7 @@ from typing import Any
 from psycopg import sql
 
 from rag_plugin.exceptions import InvalidInputError
-from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord, Filters
+from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
@@ -22,7 +21,6 @@ __all__ = [
     "Tables",
     "chunk_record",
     "document_record",
-    "filters_json",
     "json_copy",
     "packed_vectors",
     "vector_literal",
@@ -172,25 +170,6 @@ def json_copy(value: Mapping[str, Any], what: str) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} must be JSON-serialisable: {exc}") from None
     return copied
-
-
-def filters_json(filters: Filters | None) -> str | None:
-    """The filters as a JSON object for ``metadata @> %s::jsonb`` (None: no filter).
-
-    Containment on a scalar is JSON equality: numbers compare by value (1 matches 1.0), a
-    boolean never matches a number, and a list never matches a scalar, as in the memory store.
-    """
-    if not filters:
-        return None
-    for key, value in filters.items():
-        if not isinstance(value, str | int | float | bool) or (
-            isinstance(value, float) and not math.isfinite(value)
-        ):
-            raise InvalidInputError(
-                f"Filter {key!r} has value {value!r}; use a string, integer, finite float "
-                "or boolean."
-            )
-    return json.dumps(dict(filters), allow_nan=False)
 
 
 def packed_vectors(vectors: Sequence[Sequence[float]]) -> tuple[list[float], list[int]]:

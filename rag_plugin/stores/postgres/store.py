@@ -52,13 +52,13 @@ from rag_plugin.stores.base import (
 from rag_plugin.stores.postgres import correction, lexical, writes
 from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
+from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
     chunk_record,
     document_record,
-    filters_json,
 )
 from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
 from rag_plugin.vectors import DistanceMetric, validate_embedding
@@ -67,9 +67,10 @@ __all__ = ["PostgresStore"]
 
 
 LexicalSearch = Callable[
-    [psycopg.Connection[Any], Tables, CollectionRow, str, int, str | None], list[ScoredChunk]
+    [psycopg.Connection[Any], Tables, CollectionRow, str, int, SqlFilter | None],
+    list[ScoredChunk],
 ]
-"""A word-based leg: (connection, tables, collection row, query, n, filters JSON) → hits."""
+"""A word-based leg: (connection, tables, collection row, query, n, compiled filter) → hits."""
 
 
 _COLLECTION = (
@@ -366,7 +367,7 @@ class PostgresStore(Store):
         """Top ``n`` chunks by vector similarity; ties go to the smaller chunk id."""
         validate_collection_name(collection.name)
         _check_n(n)
-        where = filters_json(filters)
+        where = sql_filter(filters)
         with self._db.transaction() as conn:
             row = self._collection(conn, collection)
             validate_embedding(vector, row.info.dimensions)
@@ -416,7 +417,7 @@ class PostgresStore(Store):
         """Run one word-based leg (BM25 or fuzzy) in a transaction on the collection's row."""
         validate_collection_name(collection.name)
         _check_n(n)
-        where = filters_json(filters)
+        where = sql_filter(filters)
         with self._db.transaction() as conn:
             row = self._collection(conn, collection)
             if n == 0:

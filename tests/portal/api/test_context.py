@@ -177,3 +177,50 @@ def test_bad_context_requests(
         response = api.post("/api/rag/context", json=body)
     assert response.status_code == status, response.text
     assert named in response.json()["error"]
+
+
+def test_search_and_context_apply_metadata_filters_before_ranking(
+    portal_server: PortalServer,
+) -> None:
+    collection = portal_server.new_source()
+    hybrid = ingest(portal_server, "alice", collection, HYBRID, title="Hybrid", tags=["fusion"])
+    bm25 = ingest(portal_server, "alice", collection, BM25, title="BM25", tags=["lexical"])
+    by_tag = {"key": "tags", "operator": "contains", "value": "lexical"}
+    not_hybrid = {"condition": "not", "filters": [{"key": "title", "value": "Hybrid"}]}
+    with portal_server.api(ACME, "alice") as api:
+        for filters, expected in ((None, {hybrid}), (by_tag, {bm25}), (not_hybrid, {bm25})):
+            for strategy in ("semantic", "bm25", "fuzzy", "hybrid"):
+                # The query matches the Hybrid document best: a filter applied after ranking
+                # with limit 1 would come back empty.
+                search = api.post(
+                    "/api/rag/search",
+                    json={
+                        "collection": collection,
+                        "query": "hybrid fusion rankings documents",
+                        "strategy": strategy,
+                        "limit": 1,
+                        "threshold": -1.0,  # the test server's vectors are fake
+                        "filters": filters,
+                    },
+                )
+                assert search.status_code == 200, search.text
+                found = {r["metadata"]["document_id"] for r in search.json()["results"]}
+                if filters or strategy != "semantic":
+                    assert found == expected if filters else found == {hybrid}, (filters, strategy)
+        context = api.post(
+            "/api/rag/context",
+            json={
+                "query": "hybrid fusion rankings documents",
+                "collections": [{"name": collection}],
+                "min_relevance": 0.0,
+                "filters": by_tag,
+            },
+        )
+        bad = api.post(
+            "/api/rag/context",
+            json={"query": "x", "collections": [{"name": collection}], "filters": {"filters": 1}},
+        )
+    assert context.status_code == 200, context.text
+    assert {s["document_id"] for s in context.json()["sources"]} == {bm25}
+    assert bad.status_code == 400
+    assert "filters" in bad.json()["error"]

@@ -68,6 +68,11 @@ SEARCH_CASES: list[tuple[str, Any, str]] = [
     ("threshold", None, "threshold"),
     ("correct_typos", "true", "correct_typos"),
     ("rerank", 1, "rerank"),
+    ("filters", [1], "filters"),
+    ("filters", {"key": "year", "operator": "~", "value": 1}, "unknown operator '~'"),
+    ("filters", {"key": "year", "operator": ">", "value": True}, "not a boolean"),
+    ("filters", {"condition": "xor", "filters": []}, "condition"),
+    ("filters", {"key": "year", "value": {"a": 1}}, "use a string, integer"),
     ("extra", "x", "extra"),
 ]
 

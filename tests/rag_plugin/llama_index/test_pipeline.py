@@ -18,6 +18,10 @@ from llama_index.core.vector_stores.types import (
 
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.filters import FilterCondition as Condition
+from rag_plugin.filters import FilterGroup
+from rag_plugin.filters import FilterOperator as Operator
+from rag_plugin.filters import MetadataFilter as RagFilter
 from rag_plugin.llama_index.embedding import RagEmbedding
 from rag_plugin.llama_index.node_parser import RagChunkNodeParser
 from rag_plugin.llama_index.retriever import RagRetriever, filters_from_llama
@@ -125,25 +129,64 @@ def test_retriever_applies_llama_index_metadata_filters(
     assert len(nodes) == herons.chunk_count
 
 
+def test_llama_index_filters_map_one_to_one() -> None:
+    filters = MetadataFilters(
+        filters=[
+            MetadataFilter(key="n", value=1, operator=FilterOperator.GT),
+            MetadataFilters(
+                filters=[
+                    MetadataFilter(
+                        key="topic", value=["birds", "fish"], operator=FilterOperator.IN
+                    ),
+                    MetadataFilter(key="tags", value="wet", operator=FilterOperator.CONTAINS),
+                ],
+                condition=FilterCondition.OR,
+            ),
+            MetadataFilters(
+                filters=[MetadataFilter(key="draft", value=None, operator=FilterOperator.IS_EMPTY)],
+                condition=FilterCondition.NOT,
+            ),
+        ]
+    )
+    assert filters_from_llama(filters) == FilterGroup(
+        Condition.AND,
+        (
+            RagFilter("n", Operator.GT, 1),
+            FilterGroup(
+                Condition.OR,
+                (
+                    RagFilter("topic", Operator.IN, ("birds", "fish")),
+                    RagFilter("tags", Operator.CONTAINS, "wet"),
+                ),
+            ),
+            FilterGroup(Condition.NOT, (RagFilter("draft", Operator.IS_EMPTY, None),)),
+        ),
+    )
+    # Every LlamaIndex operator has its counterpart.
+    assert {operator.value for operator in FilterOperator} == {o.value for o in Operator}
+
+
 @pytest.mark.parametrize(
     "filters",
     [
-        MetadataFilters(filters=[MetadataFilter(key="n", value=1, operator=FilterOperator.GT)]),
+        MetadataFilters(filters=[MetadataFilter(key="a", value=["x", "y"])]),  # == on a list
+        MetadataFilters(filters=[MetadataFilter(key="a", value="x", operator=FilterOperator.IN)]),
         MetadataFilters(
-            filters=[MetadataFilter(key="a", value="x"), MetadataFilter(key="b", value="y")],
-            condition=FilterCondition.OR,
+            filters=[MetadataFilter(key="a", value=1, operator=FilterOperator.TEXT_MATCH)]
         ),
-        MetadataFilters(filters=[MetadataFilters(filters=[MetadataFilter(key="a", value="x")])]),
-        MetadataFilters(filters=[MetadataFilter(key="a", value=["x", "y"])]),
-        MetadataFilters(
-            filters=[MetadataFilter(key="a", value="x"), MetadataFilter(key="a", value="y")]
-        ),
+        MetadataFilters(filters=[MetadataFilter(key="", value="x")]),
     ],
 )
-def test_filters_a_store_cannot_apply_before_ranking_are_refused(
-    filters: MetadataFilters,
-) -> None:
+def test_filters_no_store_can_apply_are_refused(filters: MetadataFilters) -> None:
     with pytest.raises(InvalidInputError):
+        filters_from_llama(filters)
+
+
+def test_filters_nested_too_deep_are_refused() -> None:
+    filters = MetadataFilters(filters=[MetadataFilter(key="a", value="x")])
+    for _ in range(9):
+        filters = MetadataFilters(filters=[filters])
+    with pytest.raises(InvalidInputError, match="deeper than 8"):
         filters_from_llama(filters)
 
 
@@ -151,7 +194,9 @@ def test_equality_filters_become_store_filters() -> None:
     filters = MetadataFilters(
         filters=[MetadataFilter(key="topic", value="birds"), MetadataFilter(key="page", value=3)]
     )
-    assert filters_from_llama(filters) == {"topic": "birds", "page": 3}
+    assert filters_from_llama(filters) == FilterGroup(
+        Condition.AND, (RagFilter("topic", Operator.EQ, "birds"), RagFilter("page", Operator.EQ, 3))
+    )
 
 
 def test_vector_store_query_is_the_dense_leg(

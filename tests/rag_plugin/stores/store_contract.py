@@ -45,6 +45,7 @@ from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric, cosine_similarity
 
 from .correction_contract import CorrectionContract
+from .filter_contract import FilterContract
 
 DENSE_TOLERANCE = 1e-6
 LEXICAL_TOLERANCE = 1e-9
@@ -105,7 +106,7 @@ def ids(hits: Sequence[ScoredChunk]) -> list[str]:
     return [hit.chunk.id for hit in hits]
 
 
-class StoreContract(CorrectionContract):
+class StoreContract(CorrectionContract, FilterContract):
     """Behaviour shared by every :class:`Store`; subclasses provide the ``store`` fixture."""
 
     @pytest.fixture

@@ -1,0 +1,186 @@
+"""Metadata filter expressions, as every store must apply them (``rag_plugin.filters``).
+
+:class:`~tests.rag_plugin.stores.store_contract.StoreContract` inherits this mixin. Each case
+names the chunks it must keep, by hand: the memory store evaluates the rules in Python and
+PostgreSQL compiles them to SQL, and both must keep exactly these, in all three legs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.filters import (
+    FilterCondition,
+    FilterExpression,
+    FilterGroup,
+    FilterOperator,
+    MetadataFilter,
+    filters_from_json,
+)
+from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, Store
+from rag_plugin.testing import FakeEmbedder
+
+AND, OR, NOT = FilterCondition.AND, FilterCondition.OR, FilterCondition.NOT
+Op = FilterOperator
+
+# Chunk i has METADATA[i]: numbers, numeric strings, booleans, lists, a string where a list
+# is elsewhere, nulls, empty values, non-ASCII text, and nothing at all.
+METADATA: list[dict[str, Any]] = [
+    {"year": 2020, "topic": "birds", "labels": ["wet", "cold"], "name": "Heron"},
+    {"year": 2022, "topic": "fish", "labels": ["wet"], "name": "Salmon run"},
+    {"year": 2021.5, "topic": "birds", "labels": [], "name": "heron colony"},
+    {"year": "2023", "topic": "mammals", "labels": ["dry"], "draft": ""},
+    {"year": 2024, "topic": "Birds", "labels": "wet", "flag": True, "name": "ÉCOLE"},
+    {"topic": None, "flag": 1, "draft": None},
+    {"year": True, "labels": [1, 2], "name": "école"},
+    {},
+]
+EVERY = set(range(len(METADATA)))
+
+
+def leaf(key: str, operator: FilterOperator, value: Any = None) -> MetadataFilter:
+    return MetadataFilter(key, operator, tuple(value) if isinstance(value, list) else value)
+
+
+CASES: list[tuple[str, FilterExpression, set[int]]] = [
+    ("eq int", leaf("year", Op.EQ, 2020), {0}),
+    ("eq float", leaf("year", Op.EQ, 2021.5), {2}),
+    ("eq bool is not a number", leaf("flag", Op.EQ, True), {4}),
+    ("eq number is not a bool", leaf("flag", Op.EQ, 1), {5}),
+    ("eq string is not a number", leaf("year", Op.EQ, "2023"), {3}),
+    ("ne, absent included", leaf("year", Op.NE, 2020), EVERY - {0}),
+    ("gt numbers only", leaf("year", Op.GT, 2021), {1, 2, 4}),
+    ("gte", leaf("year", Op.GTE, 2022), {1, 4}),
+    ("lt", leaf("year", Op.LT, 2021), {0}),
+    ("lte float", leaf("year", Op.LTE, 2021.5), {0, 2}),
+    ("gt strings by code point", leaf("name", Op.GT, "Salmon"), {1, 2, 4, 6}),
+    ("in", leaf("topic", Op.IN, ["birds", "fish"]), {0, 1, 2}),
+    ("in nothing", leaf("topic", Op.IN, []), set()),
+    ("nin, absent included", leaf("topic", Op.NIN, ["birds", "fish"]), {3, 4, 5, 6, 7}),
+    ("contains (a list only)", leaf("labels", Op.CONTAINS, "wet"), {0, 1}),
+    ("contains a number", leaf("labels", Op.CONTAINS, 1), {6}),
+    ("any", leaf("labels", Op.ANY, ["cold", "dry"]), {0, 3}),
+    ("all", leaf("labels", Op.ALL, ["wet", "cold"]), {0}),
+    ("all of none: every list", leaf("labels", Op.ALL, []), {0, 1, 2, 3, 6}),
+    ("text_match", leaf("name", Op.TEXT_MATCH, "heron"), {2}),
+    ("text_match_insensitive", leaf("name", Op.TEXT_MATCH_INSENSITIVE, "HERON"), {0, 2}),
+    ("text_match_insensitive non-ASCII", leaf("name", Op.TEXT_MATCH_INSENSITIVE, "école"), {4, 6}),
+    ("is_empty: absent, null, [] or ''", leaf("labels", Op.IS_EMPTY), {2, 5, 7}),
+    ("is_empty null and ''", leaf("draft", Op.IS_EMPTY), EVERY),
+    ("or", FilterGroup(OR, (leaf("topic", Op.EQ, "fish"), leaf("year", Op.GT, 2023))), {1, 4}),
+    ("not", FilterGroup(NOT, (leaf("topic", Op.EQ, "birds"),)), EVERY - {0, 2}),
+    (
+        "nested",
+        FilterGroup(
+            AND,
+            (
+                leaf("topic", Op.IN, ["birds", "Birds"]),
+                FilterGroup(OR, (leaf("labels", Op.CONTAINS, "wet"), leaf("year", Op.LT, 2021))),
+            ),
+        ),
+        {0},
+    ),
+    (
+        "not of or",
+        FilterGroup(NOT, (leaf("year", Op.GTE, 2022), leaf("labels", Op.IS_EMPTY))),
+        {0, 3, 6},
+    ),
+    ("empty and", FilterGroup(AND, ()), EVERY),
+    ("empty or", FilterGroup(OR, ()), set()),
+]
+
+
+class FilterContract:
+    """Every operator and condition keeps the same chunks in every leg of every store."""
+
+    @pytest.fixture
+    def labelled(self, store: Store, embedder: FakeEmbedder) -> tuple[CollectionInfo, str]:
+        collection = store.create_collection(
+            "labelled", dimensions=embedder.dimensions, embedding_model="m"
+        )
+        chunks, start = [], 0
+        for number, metadata in enumerate(METADATA):
+            text = f"heron chunk{number}"
+            vector = embedder.embed_query(text)
+            chunks.append(ChunkInput(number, text, start, start + len(text), vector, metadata))
+            start += len(text) + 1
+        document = store.upsert_document(collection, DocumentInput(source="s"), chunks)
+        return collection, document.id
+
+    @pytest.mark.parametrize(("name", "expression", "kept"), CASES, ids=[c[0] for c in CASES])
+    def test_each_operator_keeps_the_same_chunks_in_every_leg(
+        self,
+        store: Store,
+        embedder: FakeEmbedder,
+        labelled: tuple[CollectionInfo, str],
+        name: str,
+        expression: FilterExpression,
+        kept: set[int],
+    ) -> None:
+        collection, document = labelled
+        expected = sorted(f"{document}_{i}" for i in kept)
+        vector = embedder.embed_query("heron")
+        n = len(METADATA)
+        for leg, hits in (
+            ("dense", store.dense(collection, vector, n, expression)),
+            ("bm25", store.bm25(collection, "heron", n, expression)),
+            ("fuzzy", store.fuzzy(collection, "heron", n, expression)),
+        ):
+            assert sorted(hit.chunk.id for hit in hits) == expected, (name, leg)
+
+    def test_k_results_come_back_when_k_match(
+        self, store: Store, embedder: FakeEmbedder, labelled: tuple[CollectionInfo, str]
+    ) -> None:
+        collection, _ = labelled
+        expression = leaf("labels", Op.IS_EMPTY)  # three chunks
+        assert len(store.dense(collection, embedder.embed_query("x"), 2, expression)) == 2
+        assert len(store.bm25(collection, "heron", 2, expression)) == 2
+        assert len(store.fuzzy(collection, "heron", 2, expression)) == 2
+
+    def test_the_json_form_means_the_same(
+        self, store: Store, embedder: FakeEmbedder, labelled: tuple[CollectionInfo, str]
+    ) -> None:
+        collection, document = labelled
+        expression = filters_from_json(
+            {
+                "condition": "or",
+                "filters": [
+                    {"key": "year", "operator": ">", "value": 2023},
+                    {"key": "topic", "operator": "in", "value": ["fish"]},
+                    {"filters": [{"key": "name", "operator": "text_match", "value": "colony"}]},
+                ],
+            }
+        )
+        hits = store.bm25(collection, "heron", 10, expression)
+        assert sorted(hit.chunk.id for hit in hits) == [f"{document}_{i}" for i in (1, 2, 4)]
+
+    @pytest.mark.parametrize(
+        "expression",
+        [
+            leaf("year", Op.GT, True),
+            leaf("year", Op.EQ, ["a"]),
+            leaf("year", Op.IN, "a"),
+            leaf("name", Op.TEXT_MATCH, 3),
+            leaf("year", Op.EQ, float("inf")),
+            leaf("year", Op.EQ, "a\x00b"),
+            leaf("", Op.EQ, 1),
+            leaf("draft", Op.IS_EMPTY, "x"),
+        ],
+    )
+    def test_bad_filters_are_refused_by_every_leg(
+        self,
+        store: Store,
+        embedder: FakeEmbedder,
+        labelled: tuple[CollectionInfo, str],
+        expression: FilterExpression,
+    ) -> None:
+        collection, _ = labelled
+        with pytest.raises(InvalidInputError):
+            store.dense(collection, embedder.embed_query("x"), 2, expression)
+        with pytest.raises(InvalidInputError):
+            store.bm25(collection, "heron", 2, expression)
+        with pytest.raises(InvalidInputError):
+            store.fuzzy(collection, "heron", 2, expression)
