@@ -144,8 +144,13 @@ class CollectionSearcher:
         filters: Filters | None = None,
         weights: HybridWeights | None = None,
         rrf_k: float = DEFAULT_RRF_K,
+        query_vector: Sequence[float] | None = None,
     ) -> SearchOutcome:
-        """Return the ``top_k`` best chunks of ``collection`` for ``query`` by ``strategy``."""
+        """Return the ``top_k`` best chunks of ``collection`` for ``query`` by ``strategy``.
+
+        ``query_vector``, when given, is the query's embedding for the dense leg (a LlamaIndex
+        vector store query carries one), so the query is not embedded again.
+        """
         chosen = SearchStrategy.parse(strategy) if isinstance(strategy, str) else strategy
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("The search query is empty; pass some text to search for.")
@@ -168,11 +173,19 @@ class CollectionSearcher:
 
         if chosen is SearchStrategy.HYBRID:
             hits = self._hybrid(
-                collection, query, lexical_query, top_k, threshold, filters, weights, fusion
+                collection,
+                query,
+                lexical_query,
+                top_k,
+                threshold,
+                filters,
+                weights,
+                fusion,
+                query_vector,
             )
         else:
             if chosen is SearchStrategy.SEMANTIC:
-                found = self._dense(collection, query, top_k, filters)
+                found = self._dense(collection, query, top_k, filters, query_vector)
             elif chosen is SearchStrategy.BM25:
                 found = self.store.bm25(collection, lexical_query, top_k, filters)
             else:
@@ -194,9 +207,15 @@ class CollectionSearcher:
         return embedder
 
     def _dense(
-        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None
+        self,
+        collection: CollectionInfo,
+        query: str,
+        n: int,
+        filters: Filters | None,
+        vector: Sequence[float] | None = None,
     ) -> list[ScoredChunk]:
-        vector = self.embedder_for(collection).embed_query(query)
+        if vector is None:
+            vector = self.embedder_for(collection).embed_query(query)
         return self.store.dense(collection, vector, n, filters)
 
     def _hybrid(
@@ -209,11 +228,14 @@ class CollectionSearcher:
         filters: Filters | None,
         weights: HybridWeights,
         fusion: RrfFusion,
+        vector: Sequence[float] | None,
     ) -> list[SearchHit]:
         n = 2 * top_k
         runs: list[tuple[_Leg, float]] = []
         if weights.semantic > 0:
-            runs.append((lambda: self._dense(collection, query, n, filters), weights.semantic))
+            runs.append(
+                (lambda: self._dense(collection, query, n, filters, vector), weights.semantic)
+            )
         if weights.bm25 > 0:
             runs.append(
                 (lambda: self.store.bm25(collection, lexical_query, n, filters), weights.bm25)

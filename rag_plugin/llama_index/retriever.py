@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -94,6 +95,10 @@ class RagRetriever(BaseRetriever):
         return [
             NodeWithScore(node=chunk_to_node(hit.chunk), score=_score(hit)) for hit in outcome.hits
         ]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """:meth:`_retrieve` in a worker thread: the store's calls block, the loop must not."""
+        return await asyncio.to_thread(self._retrieve, query_bundle)
 
 
 def _score(hit: SearchHit) -> float:

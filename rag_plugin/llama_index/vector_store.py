@@ -10,6 +10,8 @@ index from the ``chunk_index`` metadata or the node's position, vector from
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,14 +24,26 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.embedding.base import Embedder
+from rag_plugin.engine import CollectionSearcher
+from rag_plugin.exceptions import ConfigurationError, DocumentNotFoundError, InvalidInputError
+from rag_plugin.filters import (
+    FilterCondition,
+    FilterExpression,
+    FilterGroup,
+    FilterOperator,
+    Filters,
+    MetadataFilter,
+    as_expression,
+)
+from rag_plugin.fusion import HybridWeights
 from rag_plugin.llama_index.retriever import chunk_to_node, filters_from_llama
+from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, Store
 
 __all__ = ["RagVectorStore"]
 
 _CHUNK_INDEX_KEY = "chunk_index"
-_PAGE = 500
 
 
 class RagVectorStore(BasePydanticVectorStore):
@@ -93,38 +107,134 @@ class RagVectorStore(BasePydanticVectorStore):
             self._store.delete_document(self._collection, document_id)
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """The dense leg: the ``similarity_top_k`` nearest chunks to ``query_embedding``."""
-        if query.mode is not VectorStoreQueryMode.DEFAULT:
-            raise InvalidInputError(
-                f"Unsupported query mode: {query.mode.value}. Use: "
-                f"{VectorStoreQueryMode.DEFAULT.value} (or RagRetriever for hybrid search)"
-            )
-        if query.doc_ids or query.node_ids:
-            raise InvalidInputError("Queries by doc_ids or node_ids are not supported.")
-        if query.query_embedding is None:
-            raise InvalidInputError("The query has no query_embedding to search with.")
-        hits = self._store.dense(
+        """The ``similarity_top_k`` best chunks for the query, by its mode.
+
+        - ``DEFAULT``: the dense leg, on ``query_embedding``;
+        - ``HYBRID``: weighted reciprocal rank fusion of the dense leg and BM25, on
+          ``query_embedding`` and ``query_str``: ``alpha`` is the dense weight and
+          ``1 − alpha`` BM25's (so 1 is dense only, 0 BM25 only); without ``alpha``, the
+          engine's default weights (dense 0.5, BM25 0.5, fuzzy 0.1). Similarities are the
+          fused scores normalised to [0, 1];
+        - ``TEXT_SEARCH`` and ``SPARSE``: BM25 on ``query_str``.
+
+        ``filters`` apply inside every leg before ranking; ``doc_ids`` (documents' ``ref_doc_id``)
+        and ``node_ids`` (chunk ids) restrict the search to those documents or chunks.
+        """
+        mode = query.mode
+        if mode not in _STRATEGIES:
+            known = ", ".join(m.value for m in _STRATEGIES)
+            raise InvalidInputError(f"Unsupported query mode: {mode.value}. Use: {known}")
+        strategy = _STRATEGIES[mode]
+        if strategy is not SearchStrategy.BM25 and query.query_embedding is None:
+            raise InvalidInputError(f"A {mode.value} query needs a query_embedding.")
+        if strategy is not SearchStrategy.SEMANTIC and not (query.query_str or "").strip():
+            raise InvalidInputError(f"A {mode.value} query needs a query_str.")
+        weights = None
+        if strategy is SearchStrategy.HYBRID and query.alpha is not None:
+            alpha = query.alpha
+            if not 0.0 <= alpha <= 1.0:
+                raise InvalidInputError(f"alpha must be between 0 and 1, got {alpha!r}.")
+            weights = HybridWeights(semantic=alpha, bm25=1.0 - alpha, fuzzy=0.0)
+        filters, top_k, wanted = self._restriction(query)
+        if top_k == 0:
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+        outcome = CollectionSearcher(self._store, _no_embedder).search(
             self._collection,
-            query.query_embedding,
-            query.similarity_top_k,
-            filters_from_llama(query.filters),
+            # A dense query may come without text; the engine only embeds text it lacks a
+            # vector for, and this one has its vector.
+            query.query_str or "(vector query)",
+            strategy=strategy,
+            top_k=top_k,
+            threshold=_EVERY_SCORE if strategy is SearchStrategy.SEMANTIC else 0.0,
+            filters=filters,
+            weights=weights,
+            query_vector=query.query_embedding,
         )
+        hits = [hit for hit in outcome.hits if wanted is None or hit.id in wanted]
+        hits = hits[: query.similarity_top_k]
         return VectorStoreQueryResult(
             nodes=[chunk_to_node(hit.chunk) for hit in hits],
-            similarities=[hit.score for hit in hits],
-            ids=[hit.chunk.id for hit in hits],
+            similarities=[
+                hit.normalized_score if hit.normalized_score is not None else hit.score
+                for hit in hits
+            ],
+            ids=[hit.id for hit in hits],
         )
 
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """:meth:`query` in a worker thread, so the event loop is not blocked."""
+        return await asyncio.to_thread(self.query, query, **kwargs)
+
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """:meth:`add` in a worker thread, so the event loop is not blocked."""
+        return await asyncio.to_thread(self.add, nodes, **kwargs)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """:meth:`delete` in a worker thread, so the event loop is not blocked."""
+        await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
+
+    def _restriction(self, query: VectorStoreQuery) -> tuple[Filters | None, int, set[str] | None]:
+        """The filter, how many chunks to rank, and the chunk ids to keep (None: all).
+
+        ``doc_ids`` become a filter on the documents' sources; ``node_ids`` rank every chunk
+        of their documents (their count is known) and keep the wanted ones, so up to
+        ``similarity_top_k`` of them come back.
+        """
+        filters = filters_from_llama(query.filters)
+        parts: list[FilterExpression] = []
+        expression = as_expression(filters)
+        if expression is not None:
+            parts.append(expression)
+        top_k, wanted = query.similarity_top_k, None
+        if query.doc_ids:  # LlamaIndex sends [] for no restriction
+            parts.append(MetadataFilter("source", FilterOperator.IN, tuple(query.doc_ids)))
+        if query.node_ids:
+            wanted = set(query.node_ids)
+            documents = {node_id.rpartition("_")[0] for node_id in wanted}
+            sources, top_k = [], 0
+            for document_id in sorted(documents):
+                try:
+                    record = self._store.get_document(self._collection, document_id)
+                except DocumentNotFoundError:
+                    continue
+                sources.append(record.source)
+                top_k += record.chunk_count
+            parts.append(MetadataFilter("source", FilterOperator.IN, tuple(sources)))
+        if not parts:
+            return None, top_k, wanted
+        if len(parts) == 1:
+            return parts[0], top_k, wanted
+        return FilterGroup(FilterCondition.AND, tuple(parts)), top_k, wanted
+
     def _documents_for(self, ref_doc_id: str) -> list[str]:
-        # The store looks documents up by id only, so a source is found by paging through.
-        found: list[str] = []
-        offset = 0
-        while True:
-            page = self._store.list_documents(self._collection, limit=_PAGE, offset=offset)
-            found.extend(d.id for d in page if ref_doc_id in (d.source, d.id))
-            if len(page) < _PAGE:
-                return found
-            offset += _PAGE
+        """The document stored under ``ref_doc_id`` as its source, or with it as its id."""
+        found = (
+            self._store.find_document(self._collection, source=ref_doc_id) if ref_doc_id else None
+        )
+        if found is not None:
+            return [found.id]
+        try:
+            return [self._store.get_document(self._collection, ref_doc_id).id]
+        except (DocumentNotFoundError, InvalidInputError):
+            return []
+
+
+_EVERY_SCORE = -sys.float_info.max
+"""The dense leg's similarities may be negative (cosine, inner product): none is cut."""
+
+_STRATEGIES = {
+    VectorStoreQueryMode.DEFAULT: SearchStrategy.SEMANTIC,
+    VectorStoreQueryMode.HYBRID: SearchStrategy.HYBRID,
+    VectorStoreQueryMode.TEXT_SEARCH: SearchStrategy.BM25,
+    VectorStoreQueryMode.SPARSE: SearchStrategy.BM25,
+}
+
+
+def _no_embedder(collection: CollectionInfo) -> Embedder:
+    raise ConfigurationError(
+        "RagVectorStore does not embed queries: pass the query_embedding (LlamaIndex's "
+        "VectorStoreIndex does)."
+    )
 
 
 def _chunk_input(node: BaseNode, position: int) -> ChunkInput:

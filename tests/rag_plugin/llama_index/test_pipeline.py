@@ -12,8 +12,6 @@ from llama_index.core.vector_stores.types import (
     FilterOperator,
     MetadataFilter,
     MetadataFilters,
-    VectorStoreQuery,
-    VectorStoreQueryMode,
 )
 
 from rag_plugin.engine import CollectionSearcher
@@ -197,22 +195,6 @@ def test_equality_filters_become_store_filters() -> None:
     assert filters_from_llama(filters) == FilterGroup(
         Condition.AND, (RagFilter("topic", Operator.EQ, "birds"), RagFilter("page", Operator.EQ, 3))
     )
-
-
-def test_vector_store_query_is_the_dense_leg(
-    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
-) -> None:
-    vector_store = RagVectorStore(store, collection)
-    vector = embedder.embed_query("heron")
-    result = vector_store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=3))
-    expected = store.dense(collection, vector, 3)
-    assert result.ids == [hit.chunk.id for hit in expected]
-    assert result.similarities == [hit.score for hit in expected]
-    assert [n.get_content() for n in result.nodes or []] == [h.chunk.content for h in expected]
-    with pytest.raises(InvalidInputError, match="hybrid"):
-        vector_store.query(
-            VectorStoreQuery(query_embedding=vector, mode=VectorStoreQueryMode.HYBRID)
-        )
 
 
 def test_vector_store_delete_removes_the_llama_document(
