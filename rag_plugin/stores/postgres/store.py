@@ -154,7 +154,11 @@ class PostgresStore(Store):
         self._tables = Tables(self._db.schema)
         self.last_dense_plan = ""
         if create_schema:
-            self.ensure_schema()
+            try:
+                self.ensure_schema()
+            except BaseException:
+                self._db.close()  # the pool's connections and threads go with the error
+                raise
 
     @property
     def concurrent_legs(self) -> bool:
