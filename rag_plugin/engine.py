@@ -32,6 +32,7 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import threading
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights, RrfFusion, SearchResult, rank_results
+from rag_plugin.rerank import Reranker, RerankInfo
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import (
     ChunkRecord,
@@ -58,6 +60,7 @@ __all__ = [
     "SearchHit",
     "SearchOutcome",
     "check_embedder",
+    "rerank_outcome",
 ]
 
 EmbedderResolver = Callable[[CollectionInfo], Embedder]
@@ -102,11 +105,52 @@ class SearchHit:
     chunk: ChunkRecord
     score: float
     normalized_score: float | None = None
+    rerank: RerankInfo | None = None
 
     @property
     def id(self) -> str:
         """The chunk's id."""
         return self.chunk.id
+
+
+@dataclass(frozen=True, slots=True)
+class _Scaled:
+    """A hit as a reranker sees it: its text and its score on a [0, 1]-like scale."""
+
+    hit: SearchHit
+    score: float
+    rerank: RerankInfo | None = None
+
+    @property
+    def content(self) -> str:
+        return self.hit.chunk.content
+
+    def with_rerank(self, info: RerankInfo) -> _Scaled:
+        return dataclasses.replace(self, rerank=info)
+
+
+def rerank_outcome(reranker: Reranker, outcome: SearchOutcome) -> SearchOutcome:
+    """``outcome`` with its hits reordered by ``reranker``, each carrying what it computed.
+
+    A reranker blends the retrieval score with its own, so it gets a score on the scale of
+    similarities: a hybrid hit's normalised score, a dense hit's similarity, and a BM25 or
+    fuzzy hit's score divided by the best one's (their raw scores are unbounded). The hits
+    keep their own scores.
+    """
+    hits = outcome.hits
+    if not hits:
+        return outcome
+    if outcome.strategy is SearchStrategy.HYBRID:
+        scaled = [_Scaled(hit, float(hit.normalized_score or 0.0)) for hit in hits]
+    elif outcome.strategy is SearchStrategy.SEMANTIC:
+        scaled = [_Scaled(hit, hit.score) for hit in hits]
+    else:
+        top = max(hit.score for hit in hits)
+        scaled = [_Scaled(hit, hit.score / top) for hit in hits]  # lexical scores are > 0
+    reordered = reranker.rerank(outcome.query, scaled)
+    return dataclasses.replace(
+        outcome, hits=tuple(dataclasses.replace(item.hit, rerank=item.rerank) for item in reordered)
+    )
 
 
 @dataclass(frozen=True, slots=True)

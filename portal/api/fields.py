@@ -21,6 +21,7 @@ from rag_plugin.filters import (
     FilterOperator,
     filters_from_json,
 )
+from rag_plugin.rerank import RerankMode, parse_rerank_mode
 
 
 class StrictCharField(serializers.CharField):
@@ -124,3 +125,30 @@ class FilterField(serializers.Field):  # type: ignore[type-arg]
 
     def to_representation(self, value: Any) -> Any:
         return value
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "enum": [mode.value for mode in RerankMode]},
+            {"type": "boolean"},
+        ],
+        "description": "How to rerank the results: `lexical`, `cross-encoder` or `off`; "
+        "`true` means `lexical` and `false` `off` (the seed server's boolean).",
+    }
+)
+class RerankField(serializers.Field):  # type: ignore[type-arg]
+    """A rerank mode by name, or the seed's boolean."""
+
+    def to_internal_value(self, data: Any) -> RerankMode:
+        if isinstance(data, bool):
+            return RerankMode.LEXICAL if data else RerankMode.OFF
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a rerank mode name or a boolean.")
+        try:
+            return parse_rerank_mode(data)
+        except InvalidInputError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def to_representation(self, value: Any) -> Any:
+        return str(value)

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from portal.api.fields import (
     FilterField,
     InputSerializer,
+    RerankField,
     StrictBooleanField,
     StrictCharField,
     StrictFloatField,
@@ -16,6 +17,7 @@ from portal.api.fields import (
 )
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.rerank import RerankMode
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import (
     MAX_COLLECTION_NAME_LENGTH,
@@ -153,7 +155,7 @@ class SearchInput(InputSerializer):
     limit = StrictIntegerField(required=False, default=10, min_value=1, max_value=1000)
     strategy = StrictCharField(required=False, allow_null=True, default=None)
     threshold = StrictFloatField(required=False, default=0.0)
-    rerank = StrictBooleanField(required=False, default=False)
+    rerank = RerankField(required=False, default=RerankMode.OFF)
     correct_typos = StrictBooleanField(required=False, default=False)
     shared = StrictBooleanField(required=False, default=False)
     filters = FilterField(required=False, allow_null=True, default=None)
@@ -163,13 +165,6 @@ class SearchInput(InputSerializer):
             return SearchStrategy.parse(value) if value is not None else SearchStrategy.SEMANTIC
         except InvalidInputError as exc:
             raise serializers.ValidationError(str(exc)) from None
-
-    def validate_rerank(self, value: bool) -> bool:
-        if value:
-            raise serializers.ValidationError(
-                "Reranking is not available on this endpoint yet; send rerank=false."
-            )
-        return value
 
 
 class ChunkMetadataOutput(serializers.Serializer):  # type: ignore[type-arg]
@@ -188,6 +183,9 @@ class SearchResultOutput(serializers.Serializer):  # type: ignore[type-arg]
     content = serializers.CharField()
     score = serializers.FloatField()
     normalized_score = serializers.FloatField(allow_null=True)
+    rerank = serializers.DictField(
+        allow_null=True, help_text="What the reranker computed for this result; null if off."
+    )
     metadata = ChunkMetadataOutput()
 
 
@@ -202,6 +200,9 @@ class SearchOutput(serializers.Serializer):  # type: ignore[type-arg]
     total = serializers.IntegerField()
     strategy = serializers.CharField()
     reranked = serializers.BooleanField()
+    rerank = serializers.CharField(
+        help_text="The rerank mode asked for: lexical, cross-encoder or off."
+    )
     duration_ms = serializers.FloatField()
     corrected_query = serializers.CharField(allow_null=True)
     corrections = CorrectionOutput(many=True)

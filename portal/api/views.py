@@ -26,6 +26,7 @@ from portal.rag.profiles import (
     profile_context,
 )
 from rag_plugin.engine import SearchHit
+from rag_plugin.rerank import RerankMode
 from rag_plugin.stores.base import ChunkRecord, DocumentRecord
 
 
@@ -83,6 +84,7 @@ def _hit(hit: SearchHit) -> dict[str, Any]:
         "content": chunk.content,
         "score": hit.score,
         "normalized_score": hit.normalized_score,
+        "rerank": hit.rerank.as_dict() if hit.rerank is not None else None,
         "metadata": metadata,
     }
 
@@ -188,7 +190,6 @@ class SearchView(APIView):
         body = s.SearchInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
-        data.pop("rerank")
         outcome = selectors.rag_search(user=_caller(request), **data)
         results = [_hit(hit) for hit in outcome.hits]
         return Response(
@@ -196,7 +197,8 @@ class SearchView(APIView):
                 "results": results,
                 "total": len(results),
                 "strategy": str(outcome.strategy),
-                "reranked": False,
+                "reranked": data["rerank"] is not RerankMode.OFF and bool(results),
+                "rerank": str(data["rerank"]),
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                 "corrected_query": outcome.corrected_query,
                 "corrections": [

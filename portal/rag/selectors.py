@@ -10,9 +10,10 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, scope_for
-from rag_plugin.engine import CollectionSearcher, SearchOutcome
+from rag_plugin.engine import CollectionSearcher, SearchOutcome, rerank_outcome
 from rag_plugin.exceptions import DocumentNotFoundError
 from rag_plugin.filters import FilterExpression
+from rag_plugin.rerank import RerankMode, make_reranker
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord
 from tenants.selectors import enabled_rag_sources
@@ -84,6 +85,7 @@ def rag_search(
     correct_typos: bool,
     shared: bool = False,
     filters: FilterExpression | None = None,
+    rerank: RerankMode = RerankMode.OFF,
 ) -> SearchOutcome:
     """Search one of the caller's collections (SPEC A3); every leg is scoped by owner."""
     started = time.perf_counter()
@@ -99,6 +101,8 @@ def rag_search(
         correct_typos=correct_typos,
         filters=filters,
     )
+    if rerank is not RerankMode.OFF:
+        outcome = rerank_outcome(make_reranker(rerank), outcome)
     logger.info(
         "rag.search",
         extra={

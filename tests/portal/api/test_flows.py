@@ -142,3 +142,42 @@ def test_ingest_uses_the_fixed_chunk_sizes_per_strategy(
         )
     assert response.status_code == 200, response.text
     assert response.json()["chunks_created"] == expected
+
+
+@pytest.mark.parametrize("rerank", ["lexical", True, "off", False])
+def test_search_reranks_when_asked(
+    portal_server: PortalServer, source: str, rerank: object
+) -> None:
+    texts = {
+        "a.md": "Fuzzy matching tolerates misspelled words. " * 3,
+        "b.md": "Reciprocal rank fusion merges the rankings of dense and lexical search. " * 2,
+    }
+    with portal_server.api(ACME, "alice") as api:
+        for name, text in texts.items():
+            response = api.post(
+                "/api/rag/ingest", json={"collection": source, "content": text, "source": name}
+            )
+            assert response.status_code == 200, response.text
+        search = api.post(
+            "/api/rag/search",
+            json={
+                "collection": source,
+                "query": "fusion of rankings",
+                "strategy": "bm25",
+                "rerank": rerank,
+            },
+        )
+    assert search.status_code == 200, search.text
+    body = search.json()
+    on = rerank in ("lexical", True)
+    assert body["reranked"] is on
+    assert body["rerank"] == ("lexical" if on else "off")
+    results = body["results"]
+    assert results
+    if on:
+        infos = [r["rerank"] for r in results]
+        assert all(info["mode"] == "lexical" for info in infos)
+        scores = [info["score"] for info in infos]
+        assert scores == sorted(scores, reverse=True)
+    else:
+        assert all(r["rerank"] is None for r in results)

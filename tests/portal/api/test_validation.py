@@ -68,6 +68,7 @@ SEARCH_CASES: list[tuple[str, Any, str]] = [
     ("threshold", None, "threshold"),
     ("correct_typos", "true", "correct_typos"),
     ("rerank", 1, "rerank"),
+    ("rerank", "magic", "magic"),
     ("filters", [1], "filters"),
     ("filters", {"key": "year", "operator": "~", "value": 1}, "unknown operator '~'"),
     ("filters", {"key": "year", "operator": ">", "value": True}, "not a boolean"),
