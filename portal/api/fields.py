@@ -7,6 +7,7 @@ client bug worth a 400 that names the field.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -152,3 +153,79 @@ class RerankField(serializers.Field):  # type: ignore[type-arg]
 
     def to_representation(self, value: Any) -> Any:
         return str(value)
+
+
+RESERVED_METADATA_KEYS = frozenset(
+    {"title", "source", "created_at", "tags", "chunking", "document_id", "chunk_index"}
+)
+"""Keys the store or the ingest path sets on every chunk; a client's metadata may not."""
+MAX_METADATA_BYTES = 16_384
+MAX_METADATA_DEPTH = 8
+MAX_METADATA_KEY_CHARS = 256
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": (
+            "Metadata stored on every chunk of the document, usable by filters (and "
+            "`has_image` by the vision rule): a JSON object of at most "
+            f"{MAX_METADATA_BYTES} bytes, nested at most {MAX_METADATA_DEPTH} deep, keys of at "
+            f"most {MAX_METADATA_KEY_CHARS} characters, none of "
+            + ", ".join(f"`{key}`" for key in sorted(RESERVED_METADATA_KEYS))
+            + "."
+        ),
+        "example": {"page_number": 3, "has_image": False, "topic": "billing"},
+    }
+)
+class MetadataField(serializers.Field):  # type: ignore[type-arg]
+    """A document's own metadata: a bounded JSON object without reserved keys."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        for key in data:
+            if key in RESERVED_METADATA_KEYS:
+                raise serializers.ValidationError(f"{key!r} is set by the server; use another key.")
+        _check_json(data, 1)
+        size = len(json.dumps(data, ensure_ascii=False).encode())
+        if size > MAX_METADATA_BYTES:
+            raise serializers.ValidationError(
+                f"Metadata is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}."
+            )
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+def _check_json(value: Any, depth: int) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise serializers.ValidationError(f"Metadata nests deeper than {MAX_METADATA_DEPTH}.")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not key or len(key) > MAX_METADATA_KEY_CHARS:
+                raise serializers.ValidationError(
+                    f"Metadata keys must have 1 to {MAX_METADATA_KEY_CHARS} characters."
+                )
+            _check_text(key)
+            _check_json(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json(item, depth + 1)
+    elif isinstance(value, str):
+        _check_text(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise serializers.ValidationError("Metadata numbers must be finite.")
+
+
+def _check_text(text: str) -> None:
+    if "\x00" in text:
+        raise serializers.ValidationError("Metadata text must not contain NUL characters.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise serializers.ValidationError(
+            "Metadata text must be valid Unicode (found an unpaired surrogate)."
+        ) from None

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from portal.api.fields import (
     FilterField,
     InputSerializer,
+    MetadataField,
     RerankField,
     StrictBooleanField,
     StrictCharField,
@@ -75,6 +76,7 @@ class DocumentFields(InputSerializer):
     tags = serializers.ListField(
         child=StrictCharField(max_length=100), required=False, max_length=MAX_TAGS, default=list
     )
+    metadata = MetadataField(required=False, default=dict)
 
 
 class IngestOptions(InputSerializer):

@@ -6,10 +6,12 @@ step, creating a collection on first ingest, is undone if that first ingest fail
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
@@ -51,6 +53,7 @@ class NewDocument:
     title: str = ""
     source: str = ""
     tags: Sequence[str] = ()
+    metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def document_ingest(
@@ -61,6 +64,7 @@ def document_ingest(
     title: str = "",
     source: str = "",
     tags: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
     chunking_strategy: str | None = None,
     shared: bool = False,
 ) -> DocumentIngested:
@@ -69,7 +73,7 @@ def document_ingest(
     scope, embedder, (result,) = _ingest(
         user=user,
         collection=collection,
-        documents=[NewDocument(content, title, source, tags)],
+        documents=[NewDocument(content, title, source, tags, dict(metadata or {}))],
         chunking_strategy=chunking_strategy,
         shared=shared,
     )
@@ -161,7 +165,12 @@ def _ingest(
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
     chunker = TextChunker(api_chunker_config(strategy))
     texts = [
-        (d.content, DocumentInput(source=d.source, title=d.title, tags=tuple(d.tags)))
+        (
+            d.content,
+            DocumentInput(
+                source=d.source, title=d.title, tags=tuple(d.tags), metadata=dict(d.metadata)
+            ),
+        )
         for d in documents
     ]
     embedder = embedder_for(scope.schema_name)

@@ -224,3 +224,43 @@ def test_search_and_context_apply_metadata_filters_before_ranking(
     assert {s["document_id"] for s in context.json()["sources"]} == {bm25}
     assert bad.status_code == 400
     assert "filters" in bad.json()["error"]
+
+
+def test_ingest_metadata_is_filterable_and_drives_the_vision_rule(
+    portal_server: PortalServer,
+) -> None:
+    collection = portal_server.new_source()
+    text = "Refund forms are filed within thirty days of purchase. " * 3
+    page_two = ingest(
+        portal_server, "alice", collection, text, source="p2", metadata={"page_number": 2}
+    )
+    page_five = ingest(
+        portal_server,
+        "alice",
+        collection,
+        text,
+        source="p5",
+        metadata={"page_number": 5, "has_image": True},
+    )
+    with portal_server.api(ACME, "alice") as api:
+        late = api.post(
+            "/api/rag/search",
+            json={
+                "collection": collection,
+                "query": "refund forms",
+                "strategy": "bm25",
+                "filters": {"key": "page_number", "operator": ">=", "value": 3},
+            },
+        )
+        context = api.post(
+            "/api/rag/context",
+            json={
+                "query": "refund forms",
+                "collections": [{"name": collection}],
+                "min_relevance": 0,
+            },
+        )
+    assert late.status_code == 200, late.text
+    assert {r["metadata"]["document_id"] for r in late.json()["results"]} == {page_five}
+    # No vision model: the image document's chunks never reach the context.
+    assert {s["document_id"] for s in context.json()["sources"]} == {page_two}

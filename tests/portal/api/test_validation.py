@@ -46,6 +46,14 @@ INGEST_CASES: list[tuple[str, Any, str]] = [
     ),
     ("chunking_strategy", 3, "chunking_strategy"),
     ("shared", "yes", "shared"),
+    ("metadata", "page=3", "metadata"),
+    ("metadata", [1], "metadata"),
+    ("metadata", {"title": "x"}, "'title' is set by the server"),
+    ("metadata", {"chunking": "x"}, "'chunking' is set by the server"),
+    ("metadata", {"a": "x" * 20_000}, "the limit is 16384"),
+    ("metadata", {"a": [[[[[[[[[1]]]]]]]]]}, "deeper than 8"),
+    ("metadata", {"a": "nul\x00"}, "NUL"),
+    ("metadata", {"": 1}, "keys must have 1 to 256"),
     ("unexpected", 1, "unexpected"),
 ]
 
