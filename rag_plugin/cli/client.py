@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, TypeGuard
@@ -51,14 +51,20 @@ class OutgoingDocument(Protocol):
     def source(self) -> str: ...
 
 
-def document_fields(document: OutgoingDocument, tags: Sequence[str]) -> dict[str, Any]:
-    """One document as both ingest routes take it: content, title, source and tags."""
-    return {
+def document_fields(
+    document: OutgoingDocument, tags: Sequence[str], metadata: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """One document as both ingest routes take it: content, title, source, tags and, when
+    there is any, metadata."""
+    fields: dict[str, Any] = {
         "content": document.content,
         "title": document.title,
         "source": document.source,
         "tags": list(tags),
     }
+    if metadata:
+        fields["metadata"] = dict(metadata)
+    return fields
 
 
 def encoded_size(value: Any) -> int:
@@ -181,6 +187,7 @@ class RagClient:
         source: str,
         tags: Sequence[str],
         chunking_strategy: str | None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> IngestResult:
         """Ingest one document; the server replaces an earlier document with the same source."""
         payload: dict[str, Any] = {
@@ -190,6 +197,8 @@ class RagClient:
             "source": source,
             "tags": list(tags),
         }
+        if metadata:
+            payload["metadata"] = dict(metadata)
         if chunking_strategy is not None:
             payload["chunking_strategy"] = chunking_strategy
         body = self._request("POST", "/api/rag/ingest", payload)
@@ -206,11 +215,12 @@ class RagClient:
         documents: Sequence[OutgoingDocument],
         tags: Sequence[str],
         chunking_strategy: str | None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[IngestResult]:
         """Ingest several documents in one request: the server writes all of them or none."""
         payload: dict[str, Any] = {
             "collection": collection,
-            "documents": [document_fields(document, tags) for document in documents],
+            "documents": [document_fields(document, tags, metadata) for document in documents],
         }
         if chunking_strategy is not None:
             payload["chunking_strategy"] = chunking_strategy
@@ -233,12 +243,23 @@ class RagClient:
         return results
 
     def search(
-        self, *, collection: str, query: str, limit: int, strategy: str | None
+        self,
+        *,
+        collection: str,
+        query: str,
+        limit: int,
+        strategy: str | None,
+        filters: Mapping[str, Any] | None = None,
+        rerank: str | None = None,
     ) -> dict[str, Any]:
         """The server's search response, unchanged."""
         payload: dict[str, Any] = {"collection": collection, "query": query, "limit": limit}
         if strategy is not None:
             payload["strategy"] = strategy
+        if filters:
+            payload["filters"] = dict(filters)
+        if rerank is not None:
+            payload["rerank"] = rerank
         body = self._request("POST", "/api/rag/search", payload)
         if not isinstance(body, dict) or not isinstance(body.get("results"), list):
             raise ApiError(f"search response has no results list: {body!r:.200}")

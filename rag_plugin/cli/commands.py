@@ -85,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--chunking-strategy", choices=CHUNKING_STRATEGIES)
     ingest.add_argument("--tag", action="append", default=[], dest="tags", metavar="TAG")
     ingest.add_argument(
+        "--metadata",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata on every document (repeatable; VALUE as JSON if it parses, else text)",
+    )
+    ingest.add_argument(
         "--batch-size",
         type=_positive(int, most=BATCH_MAX_DOCUMENTS),
         default=DEFAULT_BATCH_SIZE,
@@ -100,9 +108,43 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--query", required=True)
     search.add_argument("--top-k", type=_positive(int), default=10)
     search.add_argument("--strategy", choices=SEARCH_STRATEGIES)
+    search.add_argument(
+        "--filter",
+        action="append",
+        type=key_value,
+        default=[],
+        dest="filters",
+        metavar="KEY=VALUE",
+        help="only chunks whose metadata KEY equals VALUE (repeatable, all must hold; VALUE "
+        "as JSON if it parses, else text)",
+    )
+    search.add_argument("--rerank", choices=("lexical", "cross-encoder", "off"))
 
     commands.add_parser("collections", parents=[connection], help="list your collections")
     return parser
+
+
+def key_value(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` as a pair; VALUE is JSON when it parses as a number, boolean or string,
+    else the text itself (``page=3`` is 3, ``topic=birds`` is "birds")."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return key, raw
+    return key, value if isinstance(value, str | int | float | bool) else raw
+
+
+def _pairs(pairs: Sequence[tuple[str, Any]], option: str) -> dict[str, Any]:
+    """The ``KEY=VALUE`` options as a mapping; a key given twice with two values is refused."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found and found[key] != value:
+            raise CommandError(f"{option} {key} is given twice, as {found[key]!r} and {value!r}")
+        found[key] = value
+    return found
 
 
 def run(argv: Sequence[str] | None, console: Console) -> int:
@@ -168,7 +210,12 @@ def search(args: argparse.Namespace, console: Console) -> int:
         client.use_token(_token(args, console, client))
         try:
             response = client.search(
-                collection=collection, query=query, limit=args.top_k, strategy=args.strategy
+                collection=collection,
+                query=query,
+                limit=args.top_k,
+                strategy=args.strategy,
+                filters=_pairs(args.filters, "--filter"),
+                rerank=args.rerank,
             )
         except ApiError as exc:
             raise CommandError(f"search failed: {exc}") from exc
@@ -261,7 +308,9 @@ def _ingest_all(
         documents,
         max_documents=args.batch_size,
         max_bytes=MAX_BATCH_BYTES,
-        size=lambda document: encoded_size(document_fields(document, args.tags)),
+        size=lambda document: encoded_size(
+            document_fields(document, args.tags, _pairs(args.metadata, "--metadata"))
+        ),
     )
     use_batch_route = True
     with bar:
@@ -274,6 +323,7 @@ def _ingest_all(
                         documents=batch,
                         tags=args.tags,
                         chunking_strategy=args.chunking_strategy,
+                        metadata=_pairs(args.metadata, "--metadata"),
                     )
                 except ApiError as exc:
                     # The server wrote none of the batch: fall through to one request per
@@ -302,6 +352,7 @@ def _ingest_one(
             source=document.source,
             tags=args.tags,
             chunking_strategy=args.chunking_strategy,
+            metadata=_pairs(args.metadata, "--metadata"),
         )
     except ApiError as exc:
         return exc

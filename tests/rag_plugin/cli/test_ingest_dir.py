@@ -465,3 +465,15 @@ def test_bad_arguments_exit_2_with_usage_on_stderr(argv: list[str]) -> None:
 
     assert run(argv, console) == 2
     assert "usage: ragctl" in stderr.getvalue()
+
+
+def test_metadata_options_go_on_every_document(tmp_path: Path, fake_portal: FakePortal) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Alpha text.\n")
+    (docs / "b.md").write_text("Beta text.\n")
+    argv = ["ingest-dir", "--host", fake_portal.url("acme.localhost"), "--token", "alice"]
+    argv += ["--collection", "docs", "--docs-path", str(docs)]
+    assert main([*argv, "--metadata", "year=2024", "--metadata", "team=search"]) == 0
+    sent = fake_portal.requests[-1].body
+    assert [d["metadata"] for d in sent["documents"]] == [{"year": 2024, "team": "search"}] * 2

@@ -174,3 +174,47 @@ def test_collections_json(ingested: str, capsys: pytest.CaptureFixture[str]) -> 
 )
 def test_snippet_is_one_line_cut_at_a_word(content: str, limit: int, expected: str) -> None:
     assert snippet(content, limit) == expected
+
+
+def test_search_sends_filters_and_rerank(ingested: str, fake_portal: FakePortal) -> None:
+    argv = search_argv(
+        ingested,
+        "--query",
+        "hybrid",
+        "--filter",
+        "page=3",
+        "--filter",
+        "topic=birds",
+        "--filter",
+        "draft=false",
+        "--rerank",
+        "lexical",
+    )
+    assert main(argv) == 0
+    assert fake_portal.requests[0].body == {
+        "collection": "docs",
+        "query": "hybrid",
+        "limit": 10,
+        "filters": {"page": 3, "topic": "birds", "draft": False},
+        "rerank": "lexical",
+    }
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--filter", "page"], "expected KEY=VALUE"),
+        (["--filter", "=3"], "expected KEY=VALUE"),
+        (["--filter", "a=1", "--filter", "a=2"], "--filter a is given twice"),
+    ],
+)
+def test_bad_filters_are_refused_before_any_request(
+    ingested: str,
+    fake_portal: FakePortal,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    assert main(search_argv(ingested, "--query", "x", *extra)) != 0
+    assert message in capsys.readouterr().err
+    assert fake_portal.routes() == []
