@@ -19,8 +19,7 @@ from django.views.decorators.http import require_http_methods
 
 from portal.rag.runtime import store_for
 from rag_plugin.exceptions import NotFoundError
-from rag_plugin.stores.base import CollectionInfo
-from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.stores.base import CollectionInfo, Store
 
 SHARED = "shared"
 
@@ -48,13 +47,13 @@ def _owner(slug: str) -> Owner:
     raise Http404(f"No owner {slug}")
 
 
-def _store(request: HttpRequest) -> PostgresStore:
+def _store(request: HttpRequest) -> Store:
     if not request.user.is_superuser:
         raise PermissionDenied("Only tenant admins manage RAG data.")
     return store_for(connection.schema_name)  # type: ignore[attr-defined]
 
 
-def _collection(store: PostgresStore, owner: Owner, name: str) -> CollectionInfo:
+def _collection(store: Store, owner: Owner, name: str) -> CollectionInfo:
     try:
         return store.get_collection(name, owner=owner.key)
     except NotFoundError as exc:

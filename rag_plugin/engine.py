@@ -288,7 +288,7 @@ class CollectionSearcher:
             runs.append(
                 (lambda: self.store.fuzzy(collection, lexical_query, n, filters), weights.fuzzy)
             )
-        concurrent = bool(getattr(self.store, "concurrent_legs", False))
+        concurrent = self.store.concurrent_legs
         found_by_leg = _run_legs([run for run, _ in runs], concurrent)
         legs = [(found, w) for found, (_, w) in zip(found_by_leg, runs, strict=True)]
         chunks = {hit.chunk.id: hit.chunk for found, _ in legs for hit in found}

@@ -19,10 +19,11 @@ from psycopg_pool import ConnectionPool
 
 from rag_plugin.embedding import Embedder, FastEmbedEmbedder
 from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.stores.base import Store
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
 
 # Per tenant schema, for the life of the process.
-_stores: dict[str, PostgresStore] = {}
+_stores: dict[str, Store] = {}
 _caches: dict[str, PostgresEmbeddingCache] = {}
 # The fastembed model each configured name resolved to (see _fastembed_model).
 _models: dict[str, str] = {}
@@ -64,9 +65,10 @@ def pool() -> ConnectionPool[Any]:
     )
 
 
-def store_for(schema_name: str) -> PostgresStore:
+def store_for(schema_name: str) -> Store:
     """The RAG store of one tenant schema, made once per process (its tables created or
-    migrated then), so the SQL it composes once serves every request."""
+    migrated then), so the SQL it composes once serves every request. The only place the
+    portal names a store class: everything else sees the ``Store`` contract."""
     store = _stores.get(schema_name)
     if store is None:
         with _ensure_lock:

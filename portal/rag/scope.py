@@ -17,8 +17,7 @@ from rest_framework.exceptions import PermissionDenied
 
 from portal.api.errors import SourceNotAllowed
 from portal.rag.runtime import store_for
-from rag_plugin.stores.base import validate_collection_name
-from rag_plugin.stores.postgres import PostgresStore
+from rag_plugin.stores.base import Store, validate_collection_name
 from tenants.selectors import rag_source_enabled
 
 
@@ -31,7 +30,7 @@ def owner_for(user: AbstractBaseUser) -> str:
 class Scope:
     """A request's view of the tenant's RAG data: its store and the caller's owner key."""
 
-    store: PostgresStore
+    store: Store
     schema_name: str
     owner: str | None
     user: AbstractBaseUser

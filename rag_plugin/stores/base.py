@@ -162,7 +162,17 @@ class ScoredChunk:
 
 
 class Store(ABC):
-    """Collections of chunked, embedded documents, and the three search legs over them."""
+    """Collections of chunked, embedded documents, and the three search legs over them.
+
+    Everything the engine, ingest, the LlamaIndex adapters and the portal use is on this
+    class; no caller needs to know which store it has.
+    """
+
+    @property
+    def concurrent_legs(self) -> bool:
+        """Whether the legs of one hybrid search may run at once, each in its own thread (a
+        store whose legs wait on a database with a pool of connections); False by default."""
+        return False
 
     # -- collections -------------------------------------------------------------------
 
@@ -231,6 +241,24 @@ class Store(ABC):
     @abstractmethod
     def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
         """Return the document stored under a non-empty ``source``, or None."""
+
+    def find_sources(
+        self, name: str, *, owner: str | None = None, sources: Sequence[str]
+    ) -> tuple[CollectionInfo, dict[str, tuple[DocumentRecord, list[ChunkRecord]]]]:
+        """The owner's collection and, for each of ``sources`` stored in it, the document and
+        its chunks in index order; raise ``CollectionNotFoundError`` if the collection is
+        absent. Empty and absent sources are missing from the map.
+
+        What ingest asks before a write ("which of these are new or unchanged?"); a store may
+        answer it in one round trip (PostgreSQL does) instead of these several calls.
+        """
+        collection = self.get_collection(name, owner=owner)
+        found: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
+        for source in sorted({source for source in sources if source}):
+            record = self.find_document(collection, source=source)
+            if record is not None:
+                found[source] = (record, self.document_chunks(collection, record.id))
+        return collection, found
 
     @abstractmethod
     def list_documents(

@@ -24,6 +24,7 @@ chunks in SQL and rank only those).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -152,13 +153,21 @@ class PostgresStore(Store):
             conninfo_or_pool, schema, max_size=_positive("pool_max_size", pool_max_size)
         )
         self._tables = Tables(self._db.schema)
-        self.last_dense_plan = ""
+        self._plans = threading.local()
         if create_schema:
             try:
                 self.ensure_schema()
             except BaseException:
                 self._db.close()  # the pool's connections and threads go with the error
                 raise
+
+    @property
+    def last_dense_plan(self) -> str:
+        """The plan of the calling thread's last dense search (``exact``, ``hnsw`` or
+        ``hnsw+exact``; empty before one): per thread, since one store serves every request
+        of a process and the engine runs legs in threads of its own."""
+        plan: str = getattr(self._plans, "dense", "")
+        return plan
 
     @property
     def concurrent_legs(self) -> bool:
@@ -377,7 +386,7 @@ class PostgresStore(Store):
             validate_embedding(vector, row.info.dimensions)
             if n == 0:
                 return []
-            hits, self.last_dense_plan = dense_search(
+            hits, self._plans.dense = dense_search(
                 conn,
                 self._tables,
                 row,

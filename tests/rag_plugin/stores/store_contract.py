@@ -593,6 +593,27 @@ class StoreContract(CorrectionContract, FilterContract):
         self.add(store, theirs, embedder, ["machine learning"])
         assert store.correct_query(mine, "machne").corrections == ()
 
+    def test_find_sources_gives_the_collection_and_each_stored_source_with_its_chunks(
+        self, store: Store, embedder: FakeEmbedder
+    ) -> None:
+        collection = store.create_collection(
+            "docs", dimensions=16, embedding_model="m", owner=ALICE
+        )
+        a = self.add(store, collection, embedder, ["one", "two"], source="a.md")
+        self.add(store, collection, embedder, ["three"], source="b.md")
+        info, found = store.find_sources("docs", owner=ALICE, sources=["a.md", "missing", ""])
+        assert (info.name, info.owner, info.document_count) == ("docs", ALICE, 2)
+        assert list(found) == ["a.md"]
+        record, chunks = found["a.md"]
+        assert record.id == a
+        assert [c.content for c in chunks] == ["one", "two"]
+        assert store.find_sources("docs", owner=ALICE, sources=[])[1] == {}
+        with pytest.raises(CollectionNotFoundError):
+            store.find_sources("docs", owner=BOB, sources=["a.md"])
+
+    def test_concurrent_legs_is_a_declared_capability(self, store: Store) -> None:
+        assert isinstance(store.concurrent_legs, bool)
+
     # -- filters -----------------------------------------------------------------------
 
     def test_filters_apply_before_ranking_on_every_leg(
