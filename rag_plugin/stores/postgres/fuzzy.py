@@ -36,21 +36,17 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
 
 from rag_plugin.lexical.analyzers import get_analyzer
-from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, fuzzy_query_words
-from rag_plugin.lexical.slots import BoolArray, FloatArray, IntArray
+from rag_plugin.lexical.fuzzy import fuzzy_query_words
+from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
 from rag_plugin.stores.postgres.blocks import (
-    chunk_ids_at,
     read_chunk_words,
     read_word_groups,
-    union_ids,
 )
-from rag_plugin.stores.postgres.correction import near_terms
 from rag_plugin.stores.postgres.filters import SqlFilter
+from rag_plugin.stores.postgres.fuzzy_groups import CloseGroup, ScoreState, close_groups
 from rag_plugin.stores.postgres.lexical import allowed_chunks, top_chunks
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
@@ -68,147 +64,11 @@ _TIES_SENT = 2000
 """Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by key."""
 
 
-Similarities = tuple[tuple[int, float], ...]
-"""A close word's similarity to each distinct query word it is close to: (position, value)."""
-
-
-class _Group:
-    """The close words with one and the same similarities: for the score they are one word,
-    so postings are read, combined and left out per group, not per word (a query's thousands
-    of close words fall into a few dozen groups)."""
-
-    __slots__ = ("df", "similarities", "words")
-
-    def __init__(self, similarities: Similarities) -> None:
-        self.similarities = similarities
-        self.words: list[str] = []
-        self.df = 0  # postings of its words together
-
-    @property
-    def level(self) -> float:
-        """The group's highest similarity."""
-        return max(value for _, value in self.similarities)
-
-
-class _Scores:
-    """Per-chunk best similarities for each distinct query word, grown as postings arrive.
-
-    ``ids`` is sorted; ``best[position, column]`` is the best similarity seen so far of chunk
-    ``ids[column]`` to the distinct query word at ``position``.
-    """
-
-    def __init__(self, words: list[str]) -> None:
-        distinct = list(dict.fromkeys(words))
-        self.order = [distinct.index(word) for word in words]  # query order, with repeats
-        self.width = len(distinct)
-        self.ids: IntArray = np.zeros(0, dtype=np.int64)
-        self.best: FloatArray = np.zeros((self.width, 0))
-
-    def add(self, found: list[tuple[_Group, IntArray]], grow: bool = True) -> None:
-        """Take in the chunks holding a word of each group; with ``grow`` false, only those
-        already here (the others cannot reach the top any more)."""
-        found = [(group, chunk_ids) for group, chunk_ids in found if len(chunk_ids)]
-        if not found:
-            return
-        if grow:
-            ids = union_ids([self.ids, *(chunk_ids for _, chunk_ids in found)])
-            if len(ids) != len(self.ids):
-                grown = np.zeros((self.width, len(ids)))
-                grown[:, np.searchsorted(ids, self.ids)] = self.best
-                self.ids, self.best = ids, grown
-        for group, chunk_ids in found:
-            # A chunk may come twice (two words of the group); it gets the same value twice.
-            if grow:
-                columns = np.searchsorted(self.ids, chunk_ids)
-            else:
-                columns = chunk_ids_at(self.ids, chunk_ids)
-            for position, similarity in group.similarities:
-                row = self.best[position]
-                row[columns] = np.maximum(row[columns], similarity)
-
-    def keep(self, mask: BoolArray) -> None:
-        """Forget every chunk but those of ``mask``."""
-        self.ids, self.best = self.ids[mask], self.best[:, mask]
-
-    def combine(self, best: FloatArray) -> FloatArray:
-        """``(Σ best / n) · (matched / n)`` per chunk, adding in query order like FuzzyIndex."""
-        totals = np.zeros(best.shape[1])
-        matched = np.zeros(best.shape[1])
-        for position in self.order:
-            totals += best[position]
-            matched += best[position] > 0.0
-        count = len(self.order)
-        result: FloatArray = (totals / count) * (matched / count)
-        return result
-
-    def bound(self, residual: list[float]) -> float:
-        """The highest score of a chunk whose similarities are at most ``residual``.
-
-        :meth:`combine` for one chunk, in Python floats: the same IEEE double operations in
-        the same order, so the same value, without numpy's per-call cost.
-        """
-        total = 0.0
-        matched = 0.0
-        for position in self.order:
-            similarity = residual[position]
-            total += similarity
-            matched += similarity > 0.0
-        count = len(self.order)
-        return (total / count) * (matched / count)
-
-
 def _nth(scores: FloatArray, n: int) -> float:
     """The ``n``-th highest score, or 0 when there are fewer."""
     if len(scores) < n:
         return 0.0
     return float(np.partition(scores, len(scores) - n)[len(scores) - n])
-
-
-def _close_groups(
-    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, words: list[str]
-) -> list[_Group]:
-    """The close words of ``words`` (each similarity > 0), grouped by their similarities.
-
-    In numpy: a short query word (``55``, ``90%``) is close to thousands of entries, and a
-    Python step per (word, entry) pair cost up to 75 ms a query.
-    """
-    distinct = list(dict.fromkeys(words))
-    vocabulary = near_terms(conn, tables, row, distinct, DEFAULT_MAX_DISTANCE, "words")
-    if not vocabulary:
-        return []
-    choices = list(vocabulary)
-    # A row per query word, a column per candidate; farther ones come back as max + 1.
-    distances = process.cdist(
-        distinct,
-        choices,
-        scorer=Levenshtein.distance,
-        score_cutoff=DEFAULT_MAX_DISTANCE,
-        dtype=np.int32,
-    )
-    # word_similarity's 1 − d / max(byte lengths), the same IEEE operations on the same values.
-    query_bytes = np.array([len(word.encode()) for word in distinct])
-    choice_bytes = np.array([len(word.encode()) for word in choices])
-    longest = np.maximum(query_bytes[:, None], choice_bytes[None, :])
-    similarity = np.where(distances <= DEFAULT_MAX_DISTANCE, 1.0 - distances / longest, 0.0)
-    columns = np.flatnonzero((similarity > 0.0).any(axis=0))
-    if not len(columns):
-        return []
-    # Candidates with equal similarities to every query word form one group: sorted by their
-    # similarities (a lexsort: np.unique over rows took 4 ms), a group is a run of equal ones.
-    close = similarity[:, columns]
-    order = np.lexsort(close[::-1])
-    close, columns = close[:, order], columns[order]
-    starts = np.flatnonzero(np.concatenate(([True], (close[:, 1:] != close[:, :-1]).any(axis=0))))
-    ends = [*starts[1:].tolist(), len(columns)]
-    candidates = columns.tolist()
-    groups: list[_Group] = []
-    for start, end in zip(starts.tolist(), ends, strict=True):
-        key = close[:, start]
-        group = _Group(tuple((int(p), float(key[p])) for p in np.flatnonzero(key > 0.0)))
-        group.words = [choices[column] for column in candidates[start:end]]
-        group.df = sum(vocabulary[word] for word in group.words)
-        groups.append(group)
-    return groups
 
 
 def fuzzy_search(
@@ -223,11 +83,11 @@ def fuzzy_search(
     words = fuzzy_query_words(query, get_analyzer(row.info.analyzer))
     if not words or row.chunk_count == 0 or n == 0:
         return []
-    groups = _close_groups(conn, tables, row, words)
+    groups = close_groups(conn, tables, row, words)
     if not groups:
         return []
     allowed = allowed_chunks(conn, tables, row, filters) if filters else None
-    state = _Scores(words)
+    state = ScoreState(words)
     # The exact matches (a group of one word, similarity 1.0), then the cheapest groups.
     exact = [group for group in groups if group.level == 1.0]
     first = {id(group) for group in exact}
@@ -245,7 +105,7 @@ def fuzzy_search(
     # The costliest groups are left out while a chunk holding only left-out words stays
     # below θ; the others are read.
     residual = [0.0] * state.width
-    left_out: list[_Group] = []
+    left_out: list[CloseGroup] = []
     rest = [group for group in groups if id(group) not in first]
     for group in sorted(rest, key=lambda group: -group.df):
         trial = residual.copy()
@@ -264,8 +124,8 @@ def fuzzy_search(
 
 
 def _read(
-    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, groups: list[_Group]
-) -> list[tuple[_Group, IntArray]]:
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, groups: list[CloseGroup]
+) -> list[tuple[CloseGroup, IntArray]]:
     """Each group with the chunks holding one of its words."""
     if not groups:
         return []
@@ -273,7 +133,7 @@ def _read(
     return list(zip(groups, found, strict=True))
 
 
-def _kept(state: _Scores, allowed: IntArray | None) -> tuple[IntArray, FloatArray]:
+def _kept(state: ScoreState, allowed: IntArray | None) -> tuple[IntArray, FloatArray]:
     """The chunks seen so far that can be answers (score > 0, allowed) and their scores."""
     scores = state.combine(state.best)
     keep = scores > 0.0
@@ -286,8 +146,8 @@ def _perfect(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    state: _Scores,
-    exact: list[_Group],
+    state: ScoreState,
+    exact: list[CloseGroup],
     allowed: IntArray | None,
     n: int,
 ) -> list[ScoredChunk] | None:
@@ -314,8 +174,8 @@ def _settle_left_out(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    state: _Scores,
-    left_out: list[_Group],
+    state: ScoreState,
+    left_out: list[CloseGroup],
     allowed: IntArray | None,
     floor: float,
     n: int,
