@@ -28,47 +28,7 @@ from rag_plugin.stores.base import CollectionInfo
 from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.testing import FakeEmbedder
 
-DOCUMENTS = [
-    Document(
-        id_="otters",
-        text=(
-            "Sea otters float on their backs while they eat. They crack shellfish open with "
-            "stones. An otter can hold its breath for five minutes while it dives for food."
-        ),
-        metadata={"title": "Otters", "topic": "mammals"},
-    ),
-    Document(
-        id_="herons",
-        text=(
-            "Grey herons stand motionless in shallow water. A heron strikes fish with its "
-            "sharp bill. Herons nest together in colonies high up in the trees."
-        ),
-        metadata={"title": "Herons", "topic": "birds"},
-    ),
-]
-
-
-@pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder(dimensions=16)
-
-
-@pytest.fixture
-def store() -> MemoryStore:
-    return MemoryStore()
-
-
-@pytest.fixture
-def collection(store: MemoryStore, embedder: FakeEmbedder) -> CollectionInfo:
-    collection = store.create_collection(
-        "wildlife", dimensions=embedder.dimensions, embedding_model=embedder.model_name
-    )
-    pipeline = IngestionPipeline(
-        transformations=[RagChunkNodeParser.for_word(10, 2), RagEmbedding(embedder)],
-        vector_store=RagVectorStore(store, collection),
-    )
-    pipeline.run(documents=DOCUMENTS)
-    return store.get_collection("wildlife")
+from .wildlife import DOCUMENTS
 
 
 def test_pipeline_writes_one_document_per_llama_document(

@@ -1,4 +1,5 @@
-"""RagVectorStore under stock LlamaIndex: every query mode, restrictions and async paths."""
+"""RagVectorStore under stock LlamaIndex: every query mode, restrictions and async paths (the
+``wildlife`` collection of conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import asyncio
 
 import pytest
 from llama_index.core import VectorStoreIndex
-from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.llms import MockLLM
 from llama_index.core.vector_stores.types import (
     FilterOperator,
@@ -20,38 +20,13 @@ from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.fusion import HybridWeights
 from rag_plugin.llama_index.embedding import RagEmbedding
-from rag_plugin.llama_index.node_parser import RagChunkNodeParser
 from rag_plugin.llama_index.retriever import RagRetriever
 from rag_plugin.llama_index.vector_store import RagVectorStore
 from rag_plugin.stores.base import CollectionInfo
 from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.testing import FakeEmbedder
 
-from .test_pipeline import DOCUMENTS
-
 QUERY = "heron fish otter"
-
-
-@pytest.fixture
-def embedder() -> FakeEmbedder:
-    return FakeEmbedder(dimensions=16)
-
-
-@pytest.fixture
-def store() -> MemoryStore:
-    return MemoryStore()
-
-
-@pytest.fixture
-def collection(store: MemoryStore, embedder: FakeEmbedder) -> CollectionInfo:
-    collection = store.create_collection(
-        "wildlife", dimensions=embedder.dimensions, embedding_model=embedder.model_name
-    )
-    IngestionPipeline(
-        transformations=[RagChunkNodeParser.for_word(10, 2), RagEmbedding(embedder)],
-        vector_store=RagVectorStore(store, collection),
-    ).run(documents=DOCUMENTS)
-    return store.get_collection("wildlife")
 
 
 @pytest.fixture
