@@ -146,8 +146,9 @@ def rerank_outcome(reranker: Reranker, outcome: SearchOutcome) -> SearchOutcome:
         scaled = [_Scaled(hit, hit.score) for hit in hits]
     else:
         top = max(hit.score for hit in hits)
-        scaled = [_Scaled(hit, hit.score / top) for hit in hits]  # lexical scores are > 0
-    reordered = reranker.rerank(outcome.query, scaled)
+        scaled = [_Scaled(hit, hit.score / top if top > 0 else 0.0) for hit in hits]
+    # The words the lexical legs searched for: the corrected ones, when typos were corrected.
+    reordered = reranker.rerank(outcome.corrected_query or outcome.query, scaled)
     return dataclasses.replace(
         outcome, hits=tuple(dataclasses.replace(item.hit, rerank=item.rerank) for item in reordered)
     )

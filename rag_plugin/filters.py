@@ -8,7 +8,8 @@ evaluates :func:`matches` per chunk and PostgreSQL compiles the same rules to SQ
 
 What each operator means for a chunk's ``metadata`` (``stored``: the value under ``key``; a
 missing key and JSON ``null`` are *absent*). Values compare as JSON does: numbers by value
-(``1`` equals ``1.0``), a boolean is never a number, a list never equals a scalar.
+(``1`` equals ``1.0``; a float as its shortest decimal, which is what a JSON document and
+PostgreSQL hold), a boolean is never a number, a list never equals a scalar.
 
 - ``==`` / ``!=``: stored equals the value / does not (an absent key is "not equal").
 - ``>`` ``>=`` ``<`` ``<=``: stored and value are both numbers, or both strings (compared by
@@ -17,13 +18,17 @@ missing key and JSON ``null`` are *absent*). Values compare as JSON does: number
 - ``contains``: stored is a list holding the value; ``any`` / ``all``: a list holding at least
   one / every one of the values.
 - ``text_match`` / ``text_match_insensitive``: stored is a string holding the value as a
-  substring (the second after lowercasing both).
+  substring (the second after lowercasing both, one character at a time as PostgreSQL's
+  ``lower()`` does; on a database whose character type is ``C`` only ASCII letters lower, so
+  non-ASCII text then matches case-sensitively there).
 - ``is_empty``: absent, ``""`` or ``[]``.
 - Groups: ``and`` (every filter), ``or`` (at least one), ``not`` (none of them, as LlamaIndex
   reads it). An empty ``and`` or ``not`` matches everything, an empty ``or`` nothing.
 
 A plain mapping ``{key: value}`` (the older form, still accepted everywhere) is the ``and`` of
-``==`` filters.
+``==`` filters. In the JSON form an object with ``key`` is one filter and one with ``filters``
+a group, so equality on metadata keys named ``key``, ``operator``, ``value``, ``condition`` or
+``filters`` needs the explicit form.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, TypeAlias
 
@@ -170,10 +176,16 @@ def _check(expression: FilterExpression, depth: int) -> int:
             f"a filter must be a MetadataFilter or FilterGroup, got {expression!r}."
         )
     key, operator, value = expression.key, expression.operator, expression.value
-    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH or "\x00" in key:
+    if (
+        not isinstance(key, str)
+        or not key
+        or len(key) > MAX_KEY_LENGTH
+        or "\x00" in key
+        or not _encodable(key)
+    ):
         raise InvalidInputError(
             f"filter key {key!r} must be a non-empty string of at most {MAX_KEY_LENGTH} "
-            "characters without NUL."
+            "characters of valid Unicode without NUL."
         )
     if not isinstance(operator, FilterOperator):
         raise InvalidInputError(f"filter {key!r}: unknown operator {operator!r}.")
@@ -199,6 +211,8 @@ def _check_scalar(where: str, value: object) -> None:
     if isinstance(value, str):
         if "\x00" in value:
             raise InvalidInputError(f"{where}: a value must not contain NUL.")
+        if not _encodable(value):
+            raise InvalidInputError(f"{where}: a value must be valid Unicode (found a surrogate).")
         return
     if isinstance(value, bool | int):
         return
@@ -209,6 +223,14 @@ def _check_scalar(where: str, value: object) -> None:
     raise InvalidInputError(
         f"{where} has value {value!r}; use a string, integer, finite float or boolean."
     )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _operator(name: object, where: str) -> FilterOperator:
@@ -229,7 +251,7 @@ def filters_from_json(data: object, *, where: str = "filters") -> FilterExpressi
     defaults to ``==``; a symbol or a name such as ``"gte"``). Any other object is
     ``{key: value}`` equality filters.
     """
-    if data is None:
+    if data is None or (isinstance(data, Mapping) and not data):
         return None
     expression = _from_json(data, where, 1)
     return as_expression(expression)
@@ -304,7 +326,7 @@ def matches(expression: FilterExpression, metadata: Mapping[str, Any]) -> bool:
         if not isinstance(stored, str) or not isinstance(value, str):
             return False
         if operator is FilterOperator.TEXT_MATCH_INSENSITIVE:
-            return value.lower() in stored.lower()
+            return _lower(value) in _lower(stored)
         return value in stored
     if not isinstance(stored, list):
         return False
@@ -312,6 +334,17 @@ def matches(expression: FilterExpression, metadata: Mapping[str, Any]) -> bool:
         return any(_equal(item, value) for item in stored)
     held = [any(_equal(item, wanted) for item in stored) for wanted in _values(value)]
     return all(held) if operator is FilterOperator.ALL else any(held)
+
+
+def _lower(text: str) -> str:
+    """Lowercased one character at a time (no final-sigma rule; a character whose lowercase
+    is longer stays), as PostgreSQL's ``lower()`` maps characters."""
+    return "".join(low if len(low := c.lower()) == 1 else c for c in text)
+
+
+def _number(value: int | float) -> Decimal:
+    """A number as the decimal a JSON document holds: a float as its shortest repr."""
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
 
 
 def _values(value: object) -> Sequence[object]:
@@ -328,19 +361,24 @@ def _equal(stored: object, value: object) -> bool:
         return False
     if isinstance(stored, bool) or isinstance(value, bool):
         return stored is value
+    if _is_number(stored) and _is_number(value):
+        return _number(stored) == _number(value)  # type: ignore[arg-type]
     return bool(stored == value)
 
 
 def _ordered(operator: FilterOperator, stored: object, value: object) -> bool:
+    left: Any
+    right: Any
     if _is_number(stored) and _is_number(value):
-        pass
-    elif not (isinstance(stored, str) and isinstance(value, str)):
+        left, right = _number(stored), _number(value)  # type: ignore[arg-type]
+    elif isinstance(stored, str) and isinstance(value, str):
+        left, right = stored, value
+    else:
         return False
-    left: Any = stored
     if operator is FilterOperator.GT:
-        return bool(left > value)
+        return bool(left > right)
     if operator is FilterOperator.GTE:
-        return bool(left >= value)
+        return bool(left >= right)
     if operator is FilterOperator.LT:
-        return bool(left < value)
-    return bool(left <= value)
+        return bool(left < right)
+    return bool(left <= right)

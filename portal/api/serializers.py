@@ -296,7 +296,7 @@ class ContextInput(InputSerializer):
     query = StrictCharField(max_length=MAX_QUERY_CHARS)
     k = StrictIntegerField(required=False, min_value=1, max_value=100)
     min_relevance = StrictFloatField(required=False)
-    rerank = serializers.ChoiceField(choices=RERANK_MODES, required=False)
+    rerank = RerankField(required=False)
     filters = FilterField(required=False, allow_null=True)
 
     def validate_collections(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -26,7 +26,6 @@ from portal.rag.profiles import (
     profile_context,
 )
 from rag_plugin.engine import SearchHit
-from rag_plugin.rerank import RerankMode
 from rag_plugin.stores.base import ChunkRecord, DocumentRecord
 
 
@@ -197,7 +196,7 @@ class SearchView(APIView):
                 "results": results,
                 "total": len(results),
                 "strategy": str(outcome.strategy),
-                "reranked": data["rerank"] is not RerankMode.OFF and bool(results),
+                "reranked": any(hit.rerank is not None for hit in outcome.hits),
                 "rerank": str(data["rerank"]),
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                 "corrected_query": outcome.corrected_query,

@@ -124,6 +124,8 @@ def filters_from_llama(filters: MetadataFilters | Filters | None) -> Filters | N
     own in-memory store does, applied before ranking in every leg."""
     if filters is None or not isinstance(filters, MetadataFilters):
         return filters
+    if not filters.filters:  # as LlamaIndex's own stores read it: no filter
+        return None
     return as_expression(_expression(filters, 1))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -25,7 +25,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from rag_plugin.embedding.base import Embedder
-from rag_plugin.engine import CollectionSearcher
+from rag_plugin.engine import CollectionSearcher, SearchHit
 from rag_plugin.exceptions import ConfigurationError, DocumentNotFoundError, InvalidInputError
 from rag_plugin.filters import (
     FilterCondition,
@@ -39,7 +39,13 @@ from rag_plugin.filters import (
 from rag_plugin.fusion import HybridWeights
 from rag_plugin.llama_index.retriever import chunk_to_node, filters_from_llama
 from rag_plugin.search import SearchStrategy
-from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, Store
+from rag_plugin.stores.base import (
+    ChunkInput,
+    CollectionInfo,
+    DocumentInput,
+    DocumentRecord,
+    Store,
+)
 
 __all__ = ["RagVectorStore"]
 
@@ -135,7 +141,7 @@ class RagVectorStore(BasePydanticVectorStore):
             if not 0.0 <= alpha <= 1.0:
                 raise InvalidInputError(f"alpha must be between 0 and 1, got {alpha!r}.")
             weights = HybridWeights(semantic=alpha, bm25=1.0 - alpha, fuzzy=0.0)
-        filters, top_k, wanted = self._restriction(query)
+        filters, top_k, keep = self._restriction(query)
         if top_k == 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         outcome = CollectionSearcher(self._store, _no_embedder).search(
@@ -150,7 +156,7 @@ class RagVectorStore(BasePydanticVectorStore):
             weights=weights,
             query_vector=query.query_embedding,
         )
-        hits = [hit for hit in outcome.hits if wanted is None or hit.id in wanted]
+        hits = [hit for hit in outcome.hits if keep is None or keep(hit)]
         hits = hits[: query.similarity_top_k]
         return VectorStoreQueryResult(
             nodes=[chunk_to_node(hit.chunk) for hit in hits],
@@ -173,50 +179,66 @@ class RagVectorStore(BasePydanticVectorStore):
         """:meth:`delete` in a worker thread, so the event loop is not blocked."""
         await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
 
-    def _restriction(self, query: VectorStoreQuery) -> tuple[Filters | None, int, set[str] | None]:
-        """The filter, how many chunks to rank, and the chunk ids to keep (None: all).
+    def _restriction(
+        self, query: VectorStoreQuery
+    ) -> tuple[Filters | None, int, Callable[[SearchHit], bool] | None]:
+        """The filter, how many chunks to rank, and which ranked chunks to keep (None: all).
 
-        ``doc_ids`` become a filter on the documents' sources; ``node_ids`` rank every chunk
-        of their documents (their count is known) and keep the wanted ones, so up to
+        ``doc_ids`` (a ``ref_doc_id`` as added, or our document id as retrieved nodes carry)
+        and ``node_ids`` name documents; with non-empty sources they become a filter on the
+        sources, else (sourceless documents) every chunk is ranked and the wanted ones kept.
+        ``node_ids`` rank every chunk of their documents and keep the named chunks, so up to
         ``similarity_top_k`` of them come back.
         """
-        filters = filters_from_llama(query.filters)
         parts: list[FilterExpression] = []
-        expression = as_expression(filters)
+        expression = as_expression(filters_from_llama(query.filters))
         if expression is not None:
             parts.append(expression)
-        top_k, wanted = query.similarity_top_k, None
-        if query.doc_ids:  # LlamaIndex sends [] for no restriction
-            parts.append(MetadataFilter("source", FilterOperator.IN, tuple(query.doc_ids)))
-        if query.node_ids:
-            wanted = set(query.node_ids)
-            documents = {node_id.rpartition("_")[0] for node_id in wanted}
-            sources, top_k = [], 0
-            for document_id in sorted(documents):
-                try:
-                    record = self._store.get_document(self._collection, document_id)
-                except DocumentNotFoundError:
-                    continue
-                sources.append(record.source)
-                top_k += record.chunk_count
-            parts.append(MetadataFilter("source", FilterOperator.IN, tuple(sources)))
-        if not parts:
-            return None, top_k, wanted
-        if len(parts) == 1:
-            return parts[0], top_k, wanted
-        return FilterGroup(FilterCondition.AND, tuple(parts)), top_k, wanted
+        top_k = query.similarity_top_k
+        if not query.doc_ids and not query.node_ids:  # LlamaIndex sends [] for "no restriction"
+            return expression, top_k, None
+        wanted_chunks = set(query.node_ids or ())
+        named = list(query.doc_ids or ()) + [c.rpartition("_")[0] for c in wanted_chunks]
+        records: dict[str, DocumentRecord] = {}
+        for reference in named:
+            for record in self._records_for(reference):
+                records[record.id] = record
+        documents = set(records)
+        if any(not record.source for record in records.values()):
+            top_k = self._store.get_collection(
+                self._collection.name, owner=self._collection.owner
+            ).chunk_count
+        else:
+            sources = tuple(sorted(record.source for record in records.values()))
+            parts.append(MetadataFilter("source", FilterOperator.IN, sources))
+            if wanted_chunks:
+                top_k = sum(record.chunk_count for record in records.values())
 
-    def _documents_for(self, ref_doc_id: str) -> list[str]:
-        """The document stored under ``ref_doc_id`` as its source, or with it as its id."""
-        found = (
-            self._store.find_document(self._collection, source=ref_doc_id) if ref_doc_id else None
-        )
+        def keep(hit: SearchHit) -> bool:
+            if wanted_chunks:
+                return hit.id in wanted_chunks
+            return hit.chunk.document_id in documents
+
+        if not parts:
+            return None, top_k, keep
+        filters = parts[0] if len(parts) == 1 else FilterGroup(FilterCondition.AND, tuple(parts))
+        return filters, top_k, keep
+
+    def _records_for(self, reference: str) -> list[DocumentRecord]:
+        """The document stored under ``reference`` as its source, or with it as its id."""
+        found = None
+        if reference:
+            found = self._store.find_document(self._collection, source=reference)
         if found is not None:
-            return [found.id]
+            return [found]
         try:
-            return [self._store.get_document(self._collection, ref_doc_id).id]
+            return [self._store.get_document(self._collection, reference)]
         except (DocumentNotFoundError, InvalidInputError):
             return []
+
+    def _documents_for(self, ref_doc_id: str) -> list[str]:
+        """The id of the document stored under ``ref_doc_id`` as its source, or with it as id."""
+        return [record.id for record in self._records_for(ref_doc_id)]
 
 
 _EVERY_SCORE = -sys.float_info.max

@@ -68,10 +68,11 @@ def compile_filter(expression: FilterExpression, alias: str = "c") -> SqlFilter:
         else:
             left = sql.SQL("({} #>> '{{}}')").format(stored)
             right = sql.SQL("{}::text").format(param(value))
+        # CASE: the test runs only on a value of that type (AND does not promise an order);
         # coalesce: a missing key gives NULL, and a leaf must be true or false.
-        return sql.SQL("coalesce(jsonb_typeof({}) = {} AND {}, false)").format(
-            stored, sql.Literal(kind), sql.SQL(test).format(left=left, right=right)
-        )
+        return sql.SQL(
+            "coalesce(CASE WHEN jsonb_typeof({}) = {} THEN {} ELSE false END, false)"
+        ).format(stored, sql.Literal(kind), sql.SQL(test).format(left=left, right=right))
 
     def leaf(node: MetadataFilter) -> sql.Composable:
         key, operator, value = node.key, node.operator, node.value

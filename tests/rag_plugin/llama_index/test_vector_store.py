@@ -22,7 +22,7 @@ from rag_plugin.fusion import HybridWeights
 from rag_plugin.llama_index.embedding import RagEmbedding
 from rag_plugin.llama_index.retriever import RagRetriever
 from rag_plugin.llama_index.vector_store import RagVectorStore
-from rag_plugin.stores.base import CollectionInfo
+from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.testing import FakeEmbedder
 
@@ -195,3 +195,40 @@ def test_async_paths_give_the_sync_answers(
     assert asyncio.run(run()) == expected
     assert all(expected)
     assert [d.source for d in store.list_documents(collection)] == ["herons"]
+
+
+def test_doc_ids_take_our_document_ids_as_retrieved_nodes_carry(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    herons = store.find_document(collection, source="herons")
+    assert herons is not None
+    query = VectorStoreQuery(
+        query_embedding=embedder.embed_query(QUERY), similarity_top_k=10, doc_ids=[herons.id]
+    )
+    result = RagVectorStore(store, collection).query(query)
+    assert {node.metadata["source"] for node in result.nodes or []} == {"herons"}
+
+
+def test_node_ids_of_sourceless_documents_still_come_back(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    collection = store.create_collection(
+        "loose", dimensions=embedder.dimensions, embedding_model=embedder.model_name
+    )
+
+    def document(texts: list[str]) -> str:
+        chunks, start = [], 0
+        for index, text in enumerate(texts):
+            vector = embedder.embed_query(text)
+            chunks.append(ChunkInput(index, text, start, start + len(text), vector, {}))
+            start += len(text) + 1
+        return store.upsert_document(collection, DocumentInput(), chunks).id
+
+    wanted = document(["a quiet pond"])
+    document([f"heron {i}" for i in range(5)])  # no source either, and closer to the query
+    query = VectorStoreQuery(
+        query_embedding=embedder.embed_query("heron 1"),
+        similarity_top_k=1,
+        node_ids=[f"{wanted}_0"],
+    )
+    assert RagVectorStore(store, collection).query(query).ids == [f"{wanted}_0"]

@@ -27,7 +27,7 @@ AND, OR, NOT = FilterCondition.AND, FilterCondition.OR, FilterCondition.NOT
 Op = FilterOperator
 
 # Chunk i has METADATA[i]: numbers, numeric strings, booleans, lists, a string where a list
-# is elsewhere, nulls, empty values, non-ASCII text, and nothing at all.
+# is elsewhere, nulls, empty values, non-ASCII text, numbers beyond 2**53.
 METADATA: list[dict[str, Any]] = [
     {"year": 2020, "topic": "birds", "labels": ["wet", "cold"], "name": "Heron"},
     {"year": 2022, "topic": "fish", "labels": ["wet"], "name": "Salmon run"},
@@ -35,8 +35,8 @@ METADATA: list[dict[str, Any]] = [
     {"year": "2023", "topic": "mammals", "labels": ["dry"], "draft": ""},
     {"year": 2024, "topic": "Birds", "labels": "wet", "flag": True, "name": "ÉCOLE"},
     {"topic": None, "flag": 1, "draft": None},
-    {"year": True, "labels": [1, 2], "name": "école"},
-    {},
+    {"year": True, "labels": [1, 2], "name": "école", "big": 2.0**70},
+    {"name": "ΟΔΟΣ", "big": 2**70},
 ]
 EVERY = set(range(len(METADATA)))
 
@@ -56,7 +56,7 @@ CASES: list[tuple[str, FilterExpression, set[int]]] = [
     ("gte", leaf("year", Op.GTE, 2022), {1, 4}),
     ("lt", leaf("year", Op.LT, 2021), {0}),
     ("lte float", leaf("year", Op.LTE, 2021.5), {0, 2}),
-    ("gt strings by code point", leaf("name", Op.GT, "Salmon"), {1, 2, 4, 6}),
+    ("gt strings by code point", leaf("name", Op.GT, "Salmon"), {1, 2, 4, 6, 7}),
     ("in", leaf("topic", Op.IN, ["birds", "fish"]), {0, 1, 2}),
     ("in nothing", leaf("topic", Op.IN, []), set()),
     ("nin, absent included", leaf("topic", Op.NIN, ["birds", "fish"]), {3, 4, 5, 6, 7}),
@@ -68,6 +68,12 @@ CASES: list[tuple[str, FilterExpression, set[int]]] = [
     ("text_match", leaf("name", Op.TEXT_MATCH, "heron"), {2}),
     ("text_match_insensitive", leaf("name", Op.TEXT_MATCH_INSENSITIVE, "HERON"), {0, 2}),
     ("text_match_insensitive non-ASCII", leaf("name", Op.TEXT_MATCH_INSENSITIVE, "école"), {4, 6}),
+    # Lowercased letter by letter, as PostgreSQL does: no final sigma.
+    ("text_match_insensitive sigma", leaf("name", Op.TEXT_MATCH_INSENSITIVE, "οδοσ"), {7}),
+    # Floats compare as the decimals a JSON document holds (2.0**70 is 1.1805916207174113e21).
+    ("eq float beyond 2**53", leaf("big", Op.EQ, 2.0**70), {6}),
+    ("eq int beyond 2**53", leaf("big", Op.EQ, 2**70), {7}),
+    ("lt int beyond 2**53", leaf("big", Op.LT, 2**70), {6}),
     ("is_empty: absent, null, [] or ''", leaf("labels", Op.IS_EMPTY), {2, 5, 7}),
     ("is_empty null and ''", leaf("draft", Op.IS_EMPTY), EVERY),
     ("or", FilterGroup(OR, (leaf("topic", Op.EQ, "fish"), leaf("year", Op.GT, 2023))), {1, 4}),
@@ -168,6 +174,8 @@ class FilterContract:
             leaf("year", Op.EQ, "a\x00b"),
             leaf("", Op.EQ, 1),
             leaf("draft", Op.IS_EMPTY, "x"),
+            leaf("name", Op.EQ, "lone \ud800 surrogate"),
+            leaf("name\udc00", Op.EQ, "x"),
         ],
     )
     def test_bad_filters_are_refused_by_every_leg(
