@@ -106,6 +106,9 @@ _ADD = (
     "  WHERE r.df = i.n)"
     " INSERT INTO {deletes} (collection_id, key, entry)"
     " SELECT %(coll)s, k.key, f.entry FROM fresh f CROSS JOIN LATERAL ({keys}) AS k"
+    # A key row left behind (a process of an older version dropped a long entry by its
+    # whole-word keys) is the row this would write: keep it.
+    " ON CONFLICT DO NOTHING"
 )
 
 
