@@ -287,9 +287,6 @@ class CollectionRefInput(InputSerializer):
     shared = StrictBooleanField(required=False, default=False)
 
 
-RERANK_MODES = ("lexical", "cross-encoder", "off")
-
-
 class ContextInput(InputSerializer):
     profile = StrictCharField(required=False, max_length=63)
     collections = CollectionRefInput(many=True, required=False)
