@@ -109,8 +109,8 @@ class RagVectorStore(BasePydanticVectorStore):
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete the document added under ``ref_doc_id`` (or with that document id)."""
-        for document_id in self._documents_for(ref_doc_id):
-            self._store.delete_document(self._collection, document_id)
+        for record in self._records_for(ref_doc_id):
+            self._store.delete_document(self._collection, record.id)
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The ``similarity_top_k`` best chunks for the query, by its mode.
@@ -235,10 +235,6 @@ class RagVectorStore(BasePydanticVectorStore):
             return [self._store.get_document(self._collection, reference)]
         except (DocumentNotFoundError, InvalidInputError):
             return []
-
-    def _documents_for(self, ref_doc_id: str) -> list[str]:
-        """The id of the document stored under ``ref_doc_id`` as its source, or with it as id."""
-        return [record.id for record in self._records_for(ref_doc_id)]
 
 
 _EVERY_SCORE = -sys.float_info.max

@@ -59,6 +59,13 @@ def compile_filter(expression: FilterExpression, alias: str = "c") -> SqlFilter:
     def contains(document: object) -> sql.Composable:
         return sql.SQL("({} @> {}::jsonb)").format(metadata, param(json.dumps(document)))
 
+    def contains_any(documents: list[object]) -> sql.Composable:
+        if not documents:
+            return sql.SQL("false")
+        return sql.SQL("({} @> ANY({}::jsonb[]))").format(
+            metadata, param([json.dumps(document) for document in documents])
+        )
+
     def typed(key: str, kind: str, test: str, value: object) -> sql.Composable:
         """``test`` on the value under ``key`` when it is a JSON ``kind``; else false."""
         stored = sql.SQL("({} -> {})").format(metadata, param(key))
@@ -82,24 +89,14 @@ def compile_filter(expression: FilterExpression, alias: str = "c") -> SqlFilter:
         if operator is FilterOperator.NE:
             return sql.SQL("NOT {}").format(contains({key: value}))
         if operator in (FilterOperator.IN, FilterOperator.NIN):
-            found = (
-                sql.SQL("({} @> ANY({}::jsonb[]))").format(
-                    metadata, param([json.dumps({key: item}) for item in values])
-                )
-                if values
-                else sql.SQL("false")
-            )
+            found = contains_any([{key: item} for item in values])
             return found if operator is FilterOperator.IN else sql.SQL("NOT {}").format(found)
         if operator is FilterOperator.CONTAINS:
             return contains({key: [value]})
         if operator is FilterOperator.ALL:
             return contains({key: list(values)})
         if operator is FilterOperator.ANY:
-            if not values:
-                return sql.SQL("false")
-            return sql.SQL("({} @> ANY({}::jsonb[]))").format(
-                metadata, param([json.dumps({key: [item]}) for item in values])
-            )
+            return contains_any([{key: [item]} for item in values])
         if operator is FilterOperator.IS_EMPTY:
             return sql.SQL(
                 "coalesce(({} -> {}) IN ('null'::jsonb, '\"\"'::jsonb, '[]'::jsonb), true)"
