@@ -47,7 +47,7 @@ import psycopg
 from psycopg import sql
 
 from bench.stock_llama import query_bundle, stock_retrievers
-from bench.store_query import build_index
+from bench.store_query import build_index, drop_schema
 from portal.embedded_db import database_url
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import CollectionNotFoundError
@@ -476,10 +476,7 @@ def main() -> None:
     finally:
         store.close()
         if not args.schema:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(
-                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
-                )
+            drop_schema(dsn, schema)
 
 
 if __name__ == "__main__":

@@ -345,6 +345,12 @@ def index_share(dsn: str, schema: str, collection: CollectionInfo) -> str:
     return f"HNSW index: {vectors:,} vectors of {collections} collection(s) in schema {schema}"
 
 
+def drop_schema(dsn: str, schema: str) -> None:
+    """Drop a bench's own schema with everything in it (not one kept with ``--schema``)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 def build_index(store: PostgresStore, dsn: str) -> float:
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -532,10 +538,7 @@ def main() -> None:
     finally:
         store.close()
         if not args.schema:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(
-                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
-                )
+            drop_schema(dsn, schema)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from psycopg import sql
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.postgres import blocks as term_blocks
 from rag_plugin.stores.postgres import near
+from rag_plugin.stores.postgres import schema as schema_module
 from rag_plugin.stores.postgres.words import chunk_words
 
 
@@ -191,14 +192,7 @@ def downgrade_to_version_11(conn: psycopg.Connection[Any], schema: str) -> None:
             ),
             (near.PREFIX,),
         )
-    run(
-        "CREATE INDEX rag_vocabulary_trigrams ON {schema}.rag_vocabulary"
-        " USING gin (term gin_trgm_ops)"
-    )
-    run(
-        "CREATE INDEX rag_word_vocabulary_trigrams ON {schema}.rag_word_vocabulary"
-        " USING gin (word gin_trgm_ops)"
-    )
+    schema_module._trigram_indexes(conn, schema)  # migration 8's step, which 12 undid
     run("DELETE FROM {schema}.rag_schema_version WHERE version >= 12")
 
 

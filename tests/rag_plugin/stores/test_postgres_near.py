@@ -4,6 +4,7 @@ of words within two edits, however long (the keys are of the first ten character
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -40,11 +41,10 @@ def test_sql_makes_the_keys_python_makes(dsn: str, word: str) -> None:
     assert len(rows) == len(entry_keys(word))  # each once
 
 
-def test_words_within_two_edits_always_share_a_key() -> None:
-    rng = random.Random(7)
-    alphabet = "abcé"
-    words = sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 6))) for _ in range(400)})
-    keys = {word: deletion_keys(word) for word in words}
+def close_pairs_sharing_keys(words: list[str], keys_of: Callable[..., set[str]]) -> int:
+    """How many ordered pairs of ``words`` are within two edits; asserts that each pair shares
+    a key (``a``'s keys at its own distance from ``b`` among them)."""
+    keys = {word: keys_of(word) for word in words}
     pairs = 0
     for a in words:
         for b in words:
@@ -52,8 +52,15 @@ def test_words_within_two_edits_always_share_a_key() -> None:
             if distance <= 2:
                 pairs += 1
                 assert keys[a] & keys[b], (a, b)
-                assert deletion_keys(a, distance) & keys[b], (a, b)
-    assert pairs > 1000
+                assert keys_of(a, distance) & keys[b], (a, b)
+    return pairs
+
+
+def test_words_within_two_edits_always_share_a_key() -> None:
+    rng = random.Random(7)
+    alphabet = "abcé"
+    words = sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 6))) for _ in range(400)})
+    assert close_pairs_sharing_keys(words, deletion_keys) > 1000
 
 
 def test_long_words_within_two_edits_always_share_a_prefix_key() -> None:
@@ -76,14 +83,4 @@ def test_long_words_within_two_edits_always_share_a_prefix_key() -> None:
                     else:
                         variant[i] = rng.choice("abé")
             words.add("".join(variant))
-    ordered = sorted(words)
-    keys = {word: entry_keys(word) for word in ordered}
-    pairs = 0
-    for a in ordered:
-        for b in ordered:
-            distance = Levenshtein.distance(a, b)
-            if distance <= 2:
-                pairs += 1
-                assert keys[a] & keys[b], (a, b)
-                assert entry_keys(a, distance) & keys[b], (a, b)
-    assert pairs > 2000
+    assert close_pairs_sharing_keys(sorted(words), entry_keys) > 2000
