@@ -11,12 +11,15 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
   ``normalized_score = raw / (Σw / (k + 1))`` in [0, 1], and for hybrid the ``threshold``
   applies to that normalised score, so one threshold means the same thing whatever the
   weights and ``k``. For the other strategies it applies to ``score``.
-- **Typo correction** (``correct_typos=True``) corrects the query against the collection's
-  vocabulary and reruns the *lexical* legs (BM25, fuzzy) with it. The dense leg always embeds
-  the original query: embeddings tolerate typos, and the corrected query is lowercased words
-  without punctuation, which would lose casing and punctuation the model can use. With
-  the semantic strategy no correction is made. ``corrected_query`` is set only when at least
-  one word changed; otherwise the legs run on the original query.
+- **Lexical query**: ``lexical_query``, when given, is what the lexical legs (BM25, fuzzy)
+  search for instead of ``query`` — a retrieval profile's expanded query (L5) — while the
+  dense leg embeds ``query``; the legs are fused exactly as without it.
+- **Typo correction** (``correct_typos=True``) corrects the lexical legs' query against the
+  collection's vocabulary and reruns the *lexical* legs (BM25, fuzzy) with it. The dense leg
+  always embeds the original query: embeddings tolerate typos, and the corrected query is
+  lowercased words without punctuation, which would lose casing and punctuation the model
+  can use. With the semantic strategy no correction is made. ``corrected_query`` is set
+  only when at least one word changed; otherwise the legs run on the uncorrected query.
 - **Order**: scores descending; equal scores go by chunk id (hybrid: by the best rank in any
   leg first, as :meth:`RrfFusion.fuse` orders them). ``top_k=0`` returns no hits without
   touching the store; a negative ``top_k`` or an empty query raises ``InvalidInputError``.
@@ -190,15 +193,25 @@ class CollectionSearcher:
         weights: HybridWeights | None = None,
         rrf_k: float = DEFAULT_RRF_K,
         query_vector: Sequence[float] | None = None,
+        lexical_query: str | None = None,
     ) -> SearchOutcome:
         """Return the ``top_k`` best chunks of ``collection`` for ``query`` by ``strategy``.
 
         ``query_vector``, when given, is the query's embedding for the dense leg (a LlamaIndex
         vector store query carries one), so the query is not embedded again.
+        ``lexical_query``, when given, is what the BM25 and fuzzy legs search for (an
+        expanded query); the dense leg still embeds ``query``.
         """
         chosen = SearchStrategy.parse(strategy) if isinstance(strategy, str) else strategy
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("The search query is empty; pass some text to search for.")
+        if lexical_query is not None and (
+            not isinstance(lexical_query, str) or not lexical_query.strip()
+        ):
+            raise InvalidInputError(
+                "The lexical query is empty; pass some text or leave it out to search for "
+                "the query itself."
+            )
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
             raise InvalidInputError(f"top_k must be zero or a positive integer, got {top_k!r}.")
         if not math.isfinite(threshold):
@@ -208,10 +221,11 @@ class CollectionSearcher:
         if top_k == 0:
             return SearchOutcome((), chosen, query)
 
-        lexical_query, corrected = query, None
+        lexical_query = query if lexical_query is None else lexical_query
+        corrected = None
         corrections: tuple[Correction, ...] = ()
         if correct_typos and chosen in _LEXICAL:
-            correction = self.store.correct_query(collection, query)
+            correction = self.store.correct_query(collection, lexical_query)
             if correction.corrections:
                 lexical_query = corrected = correction.query
                 corrections = correction.corrections

@@ -26,9 +26,10 @@ cosine is ``clamp(1 − distance, 0, 1)``) or ``hybrid`` (the engine's normalise
 [0, 1]). BM25 and fuzzy scores are unbounded and are refused as a profile strategy.
 
 **Query expansion** (L5, ``expand_query``) feeds the expanded terms to the lexical legs of a
-hybrid search only; the dense leg embeds the question as asked. The legs are run through
-:class:`~rag_plugin.engine.CollectionSearcher` one by one and fused exactly as its hybrid
-search fuses them (weighted RRF, ``2·candidate_k`` per leg, normalised by ``Σw/(k+1)``).
+hybrid search only; the dense leg embeds the question as asked. Every search, expanded or
+not, is one :meth:`CollectionSearcher.search <rag_plugin.engine.CollectionSearcher.search>`
+(its ``lexical_query``), so there is one fusion: weighted RRF, ``2·candidate_k`` per leg,
+normalised by ``Σw/(k+1)``.
 """
 
 from __future__ import annotations
@@ -51,14 +52,7 @@ from rag_plugin.filters import (
     MetadataFilter,
     as_expression,
 )
-from rag_plugin.fusion import (
-    DEFAULT_RRF_K,
-    HybridWeights,
-    RrfFusion,
-    SearchResult,
-    max_score,
-    rank_results,
-)
+from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights
 from rag_plugin.lexical.expansion import QueryExpander, normalize_synonyms
 from rag_plugin.rerank import Reranker, RerankInfo, RerankMode, make_reranker, parse_rerank_mode
 from rag_plugin.search import SearchStrategy
@@ -408,10 +402,10 @@ class MultiCollectionRetriever:
         if profile.search_strategy is SearchStrategy.SEMANTIC:
             hits = self._hits(collection, query, SearchStrategy.SEMANTIC, candidate_k, profile)
             return [(hit.chunk, min(1.0, max(0.0, hit.score))) for hit in hits]
-        if lexical_query is None:
-            hits = self._hits(collection, query, SearchStrategy.HYBRID, candidate_k, profile)
-            return [(hit.chunk, _normalized(hit)) for hit in hits]
-        return self._expanded_hybrid(collection, query, lexical_query, profile, candidate_k)
+        hits = self._hits(
+            collection, query, SearchStrategy.HYBRID, candidate_k, profile, lexical_query
+        )
+        return [(hit.chunk, _normalized(hit)) for hit in hits]
 
     def _hits(
         self,
@@ -420,6 +414,7 @@ class MultiCollectionRetriever:
         strategy: SearchStrategy,
         top_k: int,
         profile: RetrievalProfile,
+        lexical_query: str | None = None,
     ) -> tuple[SearchHit, ...]:
         return self.searcher.search(
             collection,
@@ -430,36 +425,8 @@ class MultiCollectionRetriever:
             filters=_leg_filters(profile),
             weights=profile.weights,
             rrf_k=DEFAULT_RRF_K,
+            lexical_query=lexical_query,
         ).hits
-
-    def _expanded_hybrid(
-        self,
-        collection: CollectionInfo,
-        query: str,
-        lexical_query: str,
-        profile: RetrievalProfile,
-        candidate_k: int,
-    ) -> list[tuple[ChunkRecord, float]]:
-        # The engine's hybrid search runs every leg on one query; here the lexical legs get
-        # the expanded one, so the legs run separately and are fused as the engine fuses them.
-        weights = profile.weights if profile.weights is not None else HybridWeights()
-        n = 2 * candidate_k
-        legs: list[tuple[tuple[SearchHit, ...], float]] = []
-        for strategy, text, weight in (
-            (SearchStrategy.SEMANTIC, query, weights.semantic),
-            (SearchStrategy.BM25, lexical_query, weights.bm25),
-            (SearchStrategy.FUZZY, lexical_query, weights.fuzzy),
-        ):
-            if weight > 0:
-                legs.append((self._hits(collection, text, strategy, n, profile), weight))
-        chunks = {hit.chunk.id: hit.chunk for hits, _ in legs for hit in hits}
-        fused = RrfFusion(k=DEFAULT_RRF_K).fuse([([hit.id for hit in hits], w) for hits, w in legs])
-        ceiling = max_score(weights, rrf_k=DEFAULT_RRF_K)
-        normalized = [SearchResult(chunk_id, score / ceiling) for chunk_id, score in fused]
-        return [
-            (chunks[result.id], result.score)
-            for result in rank_results(normalized, _NO_FLOOR, candidate_k)
-        ]
 
 
 _WITHOUT_IMAGE = FilterGroup(

@@ -92,7 +92,13 @@ def _ids(ranking: Sequence[str] | Sequence[tuple[str, float]]) -> list[str]:
 
 
 class SearchEngine:
-    """The seed's in-memory lexical engine: BM25 and fuzzy over the same documents."""
+    """The seed's in-memory lexical engine: BM25 and fuzzy over the same documents.
+
+    A compatibility wrapper for code written against the seed, and the L4 persistence
+    format. The product searches through :class:`~rag_plugin.engine.CollectionSearcher`;
+    :meth:`search_hybrid` fuses through the same :meth:`RrfFusion.fuse
+    <rag_plugin.fusion.RrfFusion.fuse>` (same tie rule), only with the seed's defaults.
+    """
 
     def __init__(
         self,

@@ -224,6 +224,45 @@ def test_hybrid_correction_embeds_the_original_query(
     )
 
 
+def test_a_lexical_query_feeds_the_lexical_legs_and_the_question_the_dense_one(
+    searcher: CollectionSearcher, embedder: TableEmbedder, collection, doc
+) -> None:
+    # dense for "bears" (0, 0.1, 1): [3, 1, 2, 0]; bm25 and fuzzy for "quick fox" as above
+    outcome = searcher.search(
+        collection, "bears", strategy="hybrid", lexical_query="quick fox", top_k=4
+    )
+    assert embedder.seen == ["bears"]
+    assert outcome.query == "bears"
+    assert pairs(outcome.hits) == approx_pairs(
+        doc,
+        [
+            (3, 0.5 / 11 + 0.5 / 13 + 0.1 / 12),
+            (0, 0.5 / 14 + 0.5 / 11 + 0.1 / 11),
+            (2, 0.5 / 13 + 0.5 / 12 + 0.1 / 13),
+            (1, 0.5 / 12),
+        ],
+    )
+
+
+def test_typo_correction_corrects_the_lexical_query(
+    searcher: CollectionSearcher, embedder: TableEmbedder, collection, doc
+) -> None:
+    outcome = searcher.search(
+        collection, "bears", strategy="bm25", lexical_query="quikc fox", correct_typos=True
+    )
+    assert outcome.corrected_query == "quick fox"
+    assert [hit.id for hit in outcome.hits] == [f"{doc}_0", f"{doc}_2", f"{doc}_3"]
+    assert embedder.seen == []
+
+
+@pytest.mark.parametrize("lexical", ["", "  ", 3])
+def test_an_empty_lexical_query_is_invalid(
+    searcher: CollectionSearcher, collection, lexical
+) -> None:
+    with pytest.raises(InvalidInputError, match="lexical query is empty"):
+        searcher.search(collection, "bears", strategy="hybrid", lexical_query=lexical)
+
+
 def test_semantic_search_makes_no_correction(searcher: CollectionSearcher, collection, doc) -> None:
     outcome = searcher.search(collection, "quikc fox", correct_typos=True)
     assert (outcome.corrected_query, outcome.corrections) == (None, ())
