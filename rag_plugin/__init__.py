@@ -77,6 +77,7 @@ from rag_plugin.ingest import (
     get_or_create_collection,
     ingest_text,
     ingest_texts,
+    planned_collection,
 )
 from rag_plugin.lexical.analyzers import (
     Analyzer,
@@ -125,6 +126,7 @@ from rag_plugin.stores.base import (
     ChunkInput,
     ChunkRecord,
     CollectionInfo,
+    CollectionKey,
     DocumentInput,
     DocumentRecord,
     ScoredChunk,
@@ -163,6 +165,7 @@ __all__ = [
     "ChunkingStrategy",
     "CollectionExistsError",
     "CollectionInfo",
+    "CollectionKey",
     "CollectionNotFoundError",
     "CollectionRef",
     "CollectionSearcher",
@@ -246,6 +249,7 @@ __all__ = [
     "normalize_embedding",
     "normalize_for_dedup",
     "openai_compatible_llm",
+    "planned_collection",
     "rank_results",
     "score_normalization",
     "tokenize",

@@ -34,6 +34,7 @@ __all__ = [
     "get_or_create_collection",
     "ingest_text",
     "ingest_texts",
+    "planned_collection",
 ]
 
 DEFAULT_COLLECTION_ANALYZER = "english"
@@ -116,6 +117,7 @@ def ingest_texts(
     *,
     chunker: TextChunker | None = None,
     stored: Mapping[str, StoredSource] | None = None,
+    create: bool = False,
 ) -> list[IngestResult]:
     """Ingest several texts as :func:`ingest_text` ingests one, all in one store write.
 
@@ -130,7 +132,16 @@ def ingest_texts(
     ``stored`` maps sources to what the collection holds under them, when the caller has
     already read it; a source missing from it holds nothing. Without it each source is
     looked up here.
+
+    ``create=True`` makes ``collection`` (see :func:`planned_collection`) in the write's own
+    transaction if it does not exist, so a failed ingest leaves no empty collection; pass
+    ``stored`` (``{}`` for a collection the caller found missing) with it.
     """
+    if create and stored is None:
+        raise InvalidInputError(
+            "ingest_texts(create=True) needs stored=: what the collection holds under the "
+            "sources ({} when it does not exist yet)."
+        )
     check_embedder(embedder, collection)
     chunker = chunker or TextChunker()
     signature = _signature(chunker)
@@ -180,7 +191,7 @@ def ingest_texts(
             )
             for _, wanted, pieces in changed
         ]
-        records = store.upsert_documents(collection, writes)
+        records = store.upsert_documents(collection, writes, create=create)
         for (position, _, _), record, (_, inputs) in zip(changed, records, writes, strict=True):
             results[position] = IngestResult(record, _stored_chunks(record, inputs))
     return [result for result in results if result is not None]
@@ -245,6 +256,26 @@ def _same(stored: DocumentRecord, wanted: DocumentInput) -> bool:
     )
 
 
+def planned_collection(
+    name: str,
+    *,
+    embedder: Embedder,
+    owner: str | None = None,
+    metric: DistanceMetric = DistanceMetric.COSINE,
+    analyzer: str = DEFAULT_COLLECTION_ANALYZER,
+) -> CollectionInfo:
+    """The collection :func:`get_or_create_collection` would create, not created yet: for
+    :func:`ingest_texts` with ``create=True``, which creates it with the first write."""
+    return CollectionInfo(
+        name=name,
+        owner=owner,
+        dimensions=embedder.dimensions,
+        embedding_model=embedder.model_name,
+        metric=metric,
+        analyzer=analyzer,
+    )
+
+
 def get_or_create_collection(
     store: Store,
     name: str,
@@ -263,11 +294,14 @@ def get_or_create_collection(
     try:
         collection = store.get_collection(name, owner=owner)
     except CollectionNotFoundError:
+        planned = planned_collection(
+            name, embedder=embedder, owner=owner, metric=metric, analyzer=analyzer
+        )
         try:
             return store.create_collection(
                 name,
-                dimensions=embedder.dimensions,
-                embedding_model=embedder.model_name,
+                dimensions=planned.dimensions,
+                embedding_model=planned.embedding_model,
                 owner=owner,
                 metric=metric,
                 analyzer=analyzer,

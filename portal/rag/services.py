@@ -24,9 +24,8 @@ from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.ingest import (
     IngestResult,
     StoredSource,
-    content_too_small,
-    get_or_create_collection,
     ingest_texts,
+    planned_collection,
 )
 from rag_plugin.stores.base import DocumentInput
 
@@ -181,21 +180,13 @@ def _ingest(
             collection, owner=scope.owner, sources=[d.source for d in documents]
         )
     except CollectionNotFoundError:
-        # Checked before the collection exists, so content too small to chunk never creates
-        # one (an existing collection gets the same error from ingest_texts).
-        for position, document in enumerate(documents):
-            if not chunker.chunk(document.content):
-                raise content_too_small(position, len(documents)) from None
         # New collections get the library's default analyzer (English: stopwords + stemming,
-        # chosen by bench/quality.py); existing ones keep theirs.
-        info = get_or_create_collection(
-            scope.store, collection, embedder=embedder, owner=scope.owner
+        # chosen by bench/quality.py) and are created by the write itself, so an ingest that
+        # fails (content too small to chunk, a store error) leaves no empty collection.
+        planned = planned_collection(collection, embedder=embedder, owner=scope.owner)
+        results = ingest_texts(
+            scope.store, embedder, planned, texts, chunker=chunker, stored={}, create=True
         )
-        try:
-            results = ingest_texts(scope.store, embedder, info, texts, chunker=chunker)
-        except Exception:
-            scope.store.delete_collection(collection, owner=scope.owner)
-            raise
     else:
         stored = {
             source: StoredSource(document, tuple(chunks))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.filters import Filters
 from rag_plugin.lexical.correction import Correction, QueryCorrection
 from rag_plugin.vectors import DistanceMetric
@@ -29,6 +29,7 @@ __all__ = [
     "ChunkInput",
     "ChunkRecord",
     "CollectionInfo",
+    "CollectionKey",
     "Correction",
     "DocumentInput",
     "DocumentRecord",
@@ -37,6 +38,7 @@ __all__ = [
     "ScoredChunk",
     "Store",
     "check_distinct_sources",
+    "check_same_model",
     "validate_collection_name",
 ]
 
@@ -81,8 +83,20 @@ def validate_collection_name(name: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class CollectionKey:
+    """Which collection: its name and its owner (``None``: shared). What a lookup needs."""
+
+    name: str
+    owner: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class CollectionInfo:
-    """A collection as the store knows it, with its counts at the time it was read."""
+    """A collection as the store knows it, with its counts at the time it was read.
+
+    Also what :meth:`Store.upsert_documents` creates with ``create=True``: a collection of
+    these settings that need not exist yet.
+    """
 
     name: str
     owner: str | None
@@ -92,6 +106,22 @@ class CollectionInfo:
     analyzer: str = "seed"
     document_count: int = 0
     chunk_count: int = 0
+
+    @property
+    def key(self) -> CollectionKey:
+        """The collection's name and owner."""
+        return CollectionKey(self.name, self.owner)
+
+
+def check_same_model(stored: CollectionInfo, wanted: CollectionInfo) -> None:
+    """Raise :class:`ConfigurationError` unless ``stored`` holds vectors of ``wanted``'s
+    model and dimension (E6: never mix models in one collection)."""
+    if (stored.embedding_model, stored.dimensions) != (wanted.embedding_model, wanted.dimensions):
+        raise ConfigurationError(
+            f"Collection '{stored.name}' holds {stored.dimensions}-d vectors of the model "
+            f"'{stored.embedding_model}', but the write brings {wanted.dimensions}-d vectors "
+            f"of '{wanted.embedding_model}'; use the collection's model."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,26 +238,37 @@ class Store(ABC):
         collection: CollectionInfo,
         document: DocumentInput,
         chunks: Sequence[ChunkInput],
+        *,
+        create: bool = False,
     ) -> DocumentRecord:
         """Store a document and its chunks in one step (all or nothing).
 
         A non-empty ``document.source`` that already exists in the collection is replaced:
         the document keeps its id, its old chunks and their lexical postings are removed.
-        Raises ``DimensionMismatchError`` for a vector of the wrong size.
+        Raises ``DimensionMismatchError`` for a vector of the wrong size. ``create`` is as
+        in :meth:`upsert_documents`.
         """
-        return self.upsert_documents(collection, [(document, chunks)])[0]
+        return self.upsert_documents(collection, [(document, chunks)], create=create)[0]
 
     @abstractmethod
     def upsert_documents(
         self,
         collection: CollectionInfo,
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
+        *,
+        create: bool = False,
     ) -> list[DocumentRecord]:
         """Store several documents with their chunks in one step: all of them or none.
 
         Each is stored as :meth:`upsert_document` stores one; the records come back in input
         order. Two documents with the same non-empty ``source`` raise ``InvalidInputError``
         (see :func:`check_distinct_sources`) before anything changes.
+
+        With ``create=True`` a collection that does not exist yet is created from
+        ``collection``'s name, owner, dimensions, model, metric and analyzer in the same step,
+        so a write that fails leaves no empty collection behind; one that exists must hold
+        the same model and dimension (:func:`check_same_model`). Without it a missing
+        collection raises ``CollectionNotFoundError``.
         """
 
     @abstractmethod

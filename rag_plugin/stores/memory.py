@@ -18,7 +18,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from rag_plugin.stores.base import (
     ScoredChunk,
     Store,
     check_distinct_sources,
+    check_same_model,
     validate_collection_name,
 )
 from rag_plugin.stores.memory_collection import MemoryCollection, Vector, to_vector
@@ -115,20 +116,9 @@ class MemoryStore(Store):
         analyzer: str = "seed",
     ) -> CollectionInfo:
         """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
-        validate_collection_name(name)
-        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
-            raise InvalidInputError(f"dimensions must be a positive integer, got {dimensions!r}.")
-        if not embedding_model:
-            raise InvalidInputError("embedding_model must name the model the vectors come from.")
-        info = CollectionInfo(
-            name=name,
-            owner=owner,
-            dimensions=dimensions,
-            embedding_model=embedding_model,
-            metric=DistanceMetric.parse(metric) if isinstance(metric, str) else metric,
-            analyzer=analyzer,
+        collection = _new_collection(
+            CollectionInfo(name, owner, dimensions, embedding_model, metric, analyzer)
         )
-        collection = MemoryCollection.empty(info)  # an unknown analyzer fails before storing
         with self._lock:
             if (owner, name) in self._collections:
                 raise CollectionExistsError(name)
@@ -163,17 +153,31 @@ class MemoryStore(Store):
         self,
         collection: CollectionInfo,
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
+        *,
+        create: bool = False,
     ) -> list[DocumentRecord]:
         """Store documents and their chunks in one step, replacing those with the same source.
 
-        Everything is validated before the first change, so one bad chunk changes nothing.
+        Everything is validated before the first change, so one bad chunk changes nothing;
+        a collection made by ``create=True`` is added only once every document is in it.
         """
         with self._lock:
-            target = self._resolve(collection)
+            validate_collection_name(collection.name)
+            key = (collection.owner, collection.name)
+            target = self._collections.get(key)
+            new = target is None and create
+            if target is None:
+                if not create:
+                    raise CollectionNotFoundError(collection.name)
+                target = _new_collection(collection)
+            elif create:
+                check_same_model(target.info, collection)
             check_distinct_sources(documents)
             checked = [_Checked.of(target, document, chunks) for document, chunks in documents]
             created_at = datetime.now(UTC)
             records = [self._put(target, created_at, item) for item in checked]
+            if new:
+                self._collections[key] = target
             self._changed()
             return records
 
@@ -366,6 +370,19 @@ class MemoryStore(Store):
     def _resolve(self, collection: CollectionInfo) -> MemoryCollection:
         validate_collection_name(collection.name)
         return self._get(collection.owner, collection.name)
+
+
+def _new_collection(info: CollectionInfo) -> MemoryCollection:
+    """An empty collection of ``info``'s settings (without counts), validated."""
+    validate_collection_name(info.name)
+    dimensions = info.dimensions
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+        raise InvalidInputError(f"dimensions must be a positive integer, got {dimensions!r}.")
+    if not info.embedding_model:
+        raise InvalidInputError("embedding_model must name the model the vectors come from.")
+    metric = DistanceMetric.parse(info.metric) if isinstance(info.metric, str) else info.metric
+    settled = replace(info, metric=metric, document_count=0, chunk_count=0)
+    return MemoryCollection.empty(settled)  # an unknown analyzer fails before storing
 
 
 def _json_copy(value: Any, what: str) -> dict[str, Any]:

@@ -9,8 +9,19 @@ import pytest
 from rag_plugin.chunking import ChunkerConfig, ChunkingStrategy, TextChunker
 from rag_plugin.embedding.cache import InMemoryEmbeddingCache
 from rag_plugin.embedding.dedup import content_hash_hex
-from rag_plugin.exceptions import CollectionNotFoundError, ConfigurationError, InvalidInputError
-from rag_plugin.ingest import StoredSource, get_or_create_collection, ingest_text, ingest_texts
+from rag_plugin.exceptions import (
+    CollectionNotFoundError,
+    ConfigurationError,
+    EmbeddingError,
+    InvalidInputError,
+)
+from rag_plugin.ingest import (
+    StoredSource,
+    get_or_create_collection,
+    ingest_text,
+    ingest_texts,
+    planned_collection,
+)
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentInput, DocumentRecord
 from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.testing import FakeEmbedder
@@ -386,3 +397,50 @@ def test_new_collections_default_to_the_english_analyzer(
     result = ingest_text(store, embedder, created, "The dogs were running across the fields")
     hits = store.bm25(created, "run dog", 5)
     assert [hit.chunk.id.removeprefix(f"{result.document.id}_") for hit in hits] == found
+
+
+class FailingEmbedder(FakeEmbedder):
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("the model crashed")
+
+
+def test_an_ingest_with_create_makes_the_collection_with_its_first_write(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    planned = planned_collection("new", embedder=embedder, owner="user:1")
+    assert (planned.dimensions, planned.embedding_model, planned.analyzer) == (
+        8,
+        embedder.model_name,
+        "english",
+    )
+    (result,) = ingest_texts(
+        store, embedder, planned, [(TEXT, None)], chunker=WORDS_4, stored={}, create=True
+    )
+    info = store.get_collection("new", owner="user:1")
+    assert (info.document_count, info.chunk_count, info.analyzer) == (1, 4, "english")
+    assert result.document.chunk_count == 4
+
+
+@pytest.mark.parametrize(
+    ("embedder", "text", "error"),
+    [
+        (FakeEmbedder(dimensions=8), "tiny", InvalidInputError),
+        (FailingEmbedder(dimensions=8), TEXT, EmbeddingError),
+    ],
+    ids=["too-small", "embedder-fails"],
+)
+def test_an_ingest_with_create_that_fails_leaves_no_collection(
+    store: MemoryStore, embedder: FakeEmbedder, text: str, error: type[Exception]
+) -> None:
+    planned = planned_collection("new", embedder=embedder, owner="user:1")
+    with pytest.raises(error):
+        ingest_texts(store, embedder, planned, [(text, None)], stored={}, create=True)
+    assert store.list_collections(owner="user:1") == []
+
+
+def test_an_ingest_with_create_needs_what_is_stored(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    planned = planned_collection("new", embedder=embedder)
+    with pytest.raises(InvalidInputError, match="needs stored="):
+        ingest_texts(store, embedder, planned, [(TEXT, None)], create=True)

@@ -24,6 +24,7 @@ chunks in SQL and rank only those).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -41,6 +42,7 @@ from rag_plugin.stores.base import (
     ChunkInput,
     ChunkRecord,
     CollectionInfo,
+    CollectionKey,
     DocumentInput,
     DocumentRecord,
     Filters,
@@ -48,6 +50,7 @@ from rag_plugin.stores.base import (
     ScoredChunk,
     Store,
     check_distinct_sources,
+    check_same_model,
     validate_collection_name,
 )
 from rag_plugin.stores.postgres import correction, lexical, writes
@@ -202,40 +205,20 @@ class PostgresStore(Store):
         analyzer: str = "seed",
     ) -> CollectionInfo:
         """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
-        validate_collection_name(name)
-        _positive("dimensions", dimensions)
-        if not embedding_model:
-            raise InvalidInputError("embedding_model must name the model the vectors come from")
-        metric = DistanceMetric.parse(metric) if isinstance(metric, str) else metric
-        get_analyzer(analyzer)  # an unknown analyzer fails here, before anything is stored
+        wanted = _settled(
+            CollectionInfo(name, owner, dimensions, embedding_model, metric, analyzer)
+        )
         with self._db.transaction() as conn:
-            row = conn.execute(
-                self._tables(
-                    "INSERT INTO {collections} (name, owner, dimensions, embedding_model,"
-                    " metric, analyzer) VALUES (%s, %s, %s, %s, %s, %s)"
-                    " ON CONFLICT ON CONSTRAINT rag_collections_name_owner DO NOTHING"
-                    " RETURNING {collection_columns}"
-                ),
-                (name, owner, dimensions, embedding_model, metric.value, analyzer),
-            ).fetchone()
+            row = writes.insert_collection(conn, self._tables, wanted).fetchone()
         if row is None:
             raise CollectionExistsError(name)
-        # Outside the insert's transaction: building it over existing rows can take a while,
-        # and the collection is usable (exactly searched) before it exists.
-        with self._db.transaction() as conn:
-            ensure_vector_index(
-                conn,
-                self._db.schema,
-                dimensions,
-                metric,
-                m=self.hnsw_m,
-                ef_construction=self.hnsw_ef_construction,
-            )
-        return CollectionRow.from_row(row).info
+        created = CollectionRow.from_row(row).info
+        self._ensure_vector_index(created)
+        return created
 
     def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
         """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
-        return self._read(CollectionInfo(name, owner, 1, ""))[0].info
+        return self._read(CollectionKey(name, owner))[0].info
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
         """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
@@ -253,9 +236,10 @@ class PostgresStore(Store):
     def delete_collection(self, name: str, *, owner: str | None = None) -> int:
         """Delete the collection and everything in it; return how many documents it had."""
         validate_collection_name(name)
-        info = CollectionInfo(name, owner, 1, "")
         with self._db.transaction(pipeline=True) as conn:
-            row = writes.lock_collection(conn, self._tables, info, for_delete=True)
+            row = writes.lock_collection(
+                conn, self._tables, CollectionKey(name, owner), for_delete=True
+            )
             return writes.delete_collection(conn, self._tables, row)
 
     # -- documents ---------------------------------------------------------------------
@@ -264,43 +248,53 @@ class PostgresStore(Store):
         self,
         collection: CollectionInfo,
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
+        *,
+        create: bool = False,
     ) -> list[DocumentRecord]:
         """Store documents with their chunks in one transaction, replacing those whose source
-        is stored.
+        is stored; with ``create=True`` the collection is created in it if missing.
 
         Three round trips however many documents: the collection lock with the replaced
-        documents' lookup, then every write in one pipeline batch (one statement per table),
-        then the commit.
+        documents' lookup (after the insert of a missing collection), then every write in one
+        pipeline batch (one statement per table), then the commit.
         """
         validate_collection_name(collection.name)
+        if create:
+            collection = _settled(collection)
         check_distinct_sources(documents)
         prepared = [writes.prepare_document(collection, d, chunks) for d, chunks in documents]
+        sources = [document.source for document, _ in documents]
         with self._db.transaction(pipeline=True) as conn:
-            row, stored = writes.lock_for_sources(
-                conn, self._tables, collection, [document.source for document, _ in documents]
-            )
+            inserted = writes.insert_collection(conn, self._tables, collection) if create else None
+            row, stored = writes.lock_for_sources(conn, self._tables, collection.key, sources)
+            new = inserted is not None and inserted.fetchone() is not None
+            if create and not new:
+                check_same_model(row.info, collection)
             if (row.info.dimensions, row.info.analyzer) != (
                 collection.dimensions,
                 collection.analyzer,
             ):
                 # The collection was recreated with other settings since the caller read it.
                 prepared = [writes.prepare_document(row.info, d, c) for d, c in documents]
-            return writes.write_documents(
+            records = writes.write_documents(
                 conn,
                 self._tables,
                 row,
                 [(stored.get(p.document.source), p) for p in prepared],
             )
+        if new:
+            self._ensure_vector_index(row.info)
+        return records
 
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
         validate_collection_name(collection.name)
         with self._db.transaction(pipeline=True) as conn:
-            writes.delete_document(conn, self._tables, collection, document_id)
+            writes.delete_document(conn, self._tables, collection.key, document_id)
 
     def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         """Return one document; raise ``DocumentNotFoundError`` if absent."""
-        row, (found,) = self._read(collection, (_DOCUMENT_BY_ID, (document_id,)))
+        row, (found,) = self._read(collection.key, (_DOCUMENT_BY_ID, (document_id,)))
         if not found:
             raise DocumentNotFoundError(document_id)
         return document_record(row.info.name, found[0])
@@ -310,22 +304,8 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         if not source:
             return None
-        row, (found,) = self._read(collection, (_DOCUMENT_BY_SOURCE, (source,)))
+        row, (found,) = self._read(collection.key, (_DOCUMENT_BY_SOURCE, (source,)))
         return document_record(row.info.name, found[0]) if found else None
-
-    def find_source(
-        self, name: str, *, owner: str | None = None, source: str
-    ) -> tuple[CollectionInfo, DocumentRecord | None, list[ChunkRecord]]:
-        """The owner's collection, the document stored under a non-empty ``source`` (or None)
-        and its chunks in index order, in one round trip; raise ``CollectionNotFoundError``
-        if the collection is absent.
-
-        What an ingest reads before it decides whether the source changed
-        (:class:`~rag_plugin.ingest.StoredSource`): three lookups for the price of one.
-        """
-        info, found = self.find_sources(name, owner=owner, sources=[source])
-        document, chunks = found.get(source, (None, []))
-        return info, document, chunks
 
     def find_sources(
         self, name: str, *, owner: str | None = None, sources: Sequence[str]
@@ -334,7 +314,7 @@ class PostgresStore(Store):
         its chunks in index order, in one round trip; raise ``CollectionNotFoundError`` if
         the collection is absent. Empty and absent sources are missing from the map.
         """
-        wanted = CollectionInfo(name, owner, 1, "")
+        wanted = CollectionKey(name, owner)
         asked = sorted({source for source in sources if source})
         if not asked:
             return self._read(wanted)[0].info, {}
@@ -356,13 +336,13 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         if limit < 0 or offset < 0:
             raise InvalidInputError(f"limit and offset must not be negative, got {limit}, {offset}")
-        row, (rows,) = self._read(collection, (_DOCUMENTS_NEWEST_FIRST, (limit, offset)))
+        row, (rows,) = self._read(collection.key, (_DOCUMENTS_NEWEST_FIRST, (limit, offset)))
         return [document_record(row.info.name, r) for r in rows]
 
     def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
         """Return a document's chunks in index order."""
         _, (exists, rows) = self._read(
-            collection, (_DOCUMENT_EXISTS, (document_id,)), (_CHUNKS_BY_ID, (document_id,))
+            collection.key, (_DOCUMENT_EXISTS, (document_id,)), (_CHUNKS_BY_ID, (document_id,))
         )
         if not exists:
             raise DocumentNotFoundError(document_id)
@@ -438,21 +418,51 @@ class PostgresStore(Store):
             return search(conn, self._tables, row, query, n, where)
 
     def _read(
-        self, collection: CollectionInfo, *statements: tuple[str, tuple[Any, ...]]
+        self, key: CollectionKey, *statements: tuple[str, tuple[Any, ...]]
     ) -> tuple[CollectionRow, list[list[Any]]]:
         """The collection's row and the rows of ``statements``, all in one round trip.
 
         Each statement reaches the collection through ``{owned_collection}``, whose two
         parameters (name, owner) come first, before the statement's own.
         """
-        validate_collection_name(collection.name)
-        owned = (collection.name, collection.owner)
+        validate_collection_name(key.name)
+        owned = (key.name, key.owner)
         collections, *results = self._db.run(
             (self._tables(_COLLECTION), owned),
             *((self._tables(template), (*owned, *params)) for template, params in statements),
         )
-        return _found_collection(collections, collection.name), results
+        return _found_collection(collections, key.name), results
 
     def _collection(self, conn: psycopg.Connection[Any], info: CollectionInfo) -> CollectionRow:
         rows = conn.execute(self._tables(_COLLECTION), (info.name, info.owner)).fetchall()
         return _found_collection(rows, info.name)
+
+    def _ensure_vector_index(self, collection: CollectionInfo) -> None:
+        # Outside the insert's transaction: building it over existing rows can take a while,
+        # and the collection is usable (exactly searched) before it exists.
+        with self._db.transaction() as conn:
+            ensure_vector_index(
+                conn,
+                self._db.schema,
+                collection.dimensions,
+                collection.metric,
+                m=self.hnsw_m,
+                ef_construction=self.hnsw_ef_construction,
+            )
+
+
+def _settled(collection: CollectionInfo) -> CollectionInfo:
+    """``collection``'s settings validated for a new collection (the metric parsed); an
+    unknown analyzer or a bad name fails here, before anything is stored."""
+    validate_collection_name(collection.name)
+    _positive("dimensions", collection.dimensions)
+    if not collection.embedding_model:
+        raise InvalidInputError("embedding_model must name the model the vectors come from")
+    get_analyzer(collection.analyzer)
+    metric = collection.metric
+    return dataclasses.replace(
+        collection,
+        metric=DistanceMetric.parse(metric) if isinstance(metric, str) else metric,
+        document_count=0,
+        chunk_count=0,
+    )

@@ -29,7 +29,13 @@ import psycopg
 
 from rag_plugin.exceptions import CollectionNotFoundError, DocumentNotFoundError, InvalidInputError
 from rag_plugin.lexical.analyzers import get_analyzer
-from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, DocumentRecord
+from rag_plugin.stores.base import (
+    ChunkInput,
+    CollectionInfo,
+    CollectionKey,
+    DocumentInput,
+    DocumentRecord,
+)
 from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
 from rag_plugin.stores.postgres.near import add_entries
 from rag_plugin.stores.postgres.rows import (
@@ -46,6 +52,7 @@ __all__ = [
     "StoredDocument",
     "delete_collection",
     "delete_document",
+    "insert_collection",
     "lock_collection",
     "lock_for_sources",
     "lock_for_write",
@@ -122,21 +129,45 @@ _LOCK_FOR_DELETE = (
 )
 
 
-def _locked_row(cursor: psycopg.Cursor[Any], info: CollectionInfo) -> CollectionRow:
+_INSERT_COLLECTION = (
+    "INSERT INTO {collections} (name, owner, dimensions, embedding_model, metric, analyzer)"
+    " VALUES (%s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT ON CONSTRAINT rag_collections_name_owner DO NOTHING"
+    " RETURNING {collection_columns}"
+)
+
+
+def insert_collection(
+    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo
+) -> psycopg.Cursor[Any]:
+    """Insert the collection unless the owner has one by its name; the cursor returns its
+    row, or nothing when it existed. Not read here, so it can lead a pipelined batch."""
+    return conn.execute(
+        tables(_INSERT_COLLECTION),
+        (
+            info.name,
+            info.owner,
+            info.dimensions,
+            info.embedding_model,
+            info.metric.value,
+            info.analyzer,
+        ),
+    )
+
+
+def _locked_row(cursor: psycopg.Cursor[Any], key: CollectionKey) -> CollectionRow:
     row = cursor.fetchone()
     if row is None:
-        raise CollectionNotFoundError(info.name)
+        raise CollectionNotFoundError(key.name)
     return CollectionRow.from_row(row)
 
 
 def lock_collection(
-    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, *, for_delete: bool
+    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, *, for_delete: bool
 ) -> CollectionRow:
     """Lock the owner's collection row for this transaction and return it."""
-    cursor = conn.execute(
-        tables(_LOCK_FOR_DELETE if for_delete else _LOCK), (info.name, info.owner)
-    )
-    return _locked_row(cursor, info)
+    cursor = conn.execute(tables(_LOCK_FOR_DELETE if for_delete else _LOCK), (key.name, key.owner))
+    return _locked_row(cursor, key)
 
 
 # The document's current chunk count and Σdl, for the statistics a replace or delete adjusts.
@@ -155,30 +186,28 @@ _STORED_BY_ID = _STORED + "d.id = %s"
 
 
 def lock_for_write(
-    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, *, document_id: str
+    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, *, document_id: str
 ) -> tuple[CollectionRow, StoredDocument | None]:
     """Lock the collection and find the document ``document_id``, in one round trip; the
     document is None when absent."""
-    locked = conn.execute(tables(_LOCK), (info.name, info.owner))
-    found = conn.execute(tables(_STORED_BY_ID), (info.name, info.owner, document_id))
-    row = _locked_row(locked, info)
+    locked = conn.execute(tables(_LOCK), (key.name, key.owner))
+    found = conn.execute(tables(_STORED_BY_ID), (key.name, key.owner, document_id))
+    row = _locked_row(locked, key)
     stored = found.fetchone()
     return row, (_stored(stored) if stored is not None else None)
 
 
 def lock_for_sources(
-    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, sources: Sequence[str]
+    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, sources: Sequence[str]
 ) -> tuple[CollectionRow, dict[str, StoredDocument]]:
     """Lock the collection and find the documents stored under ``sources`` (empty ones are
     never stored under), in one round trip; absent sources are missing from the map."""
-    locked = conn.execute(tables(_LOCK), (info.name, info.owner))
+    locked = conn.execute(tables(_LOCK), (key.name, key.owner))
     wanted = sorted({source for source in sources if source})
     found = (
-        conn.execute(tables(_STORED_BY_SOURCES), (info.name, info.owner, wanted))
-        if wanted
-        else None
+        conn.execute(tables(_STORED_BY_SOURCES), (key.name, key.owner, wanted)) if wanted else None
     )
-    row = _locked_row(locked, info)
+    row = _locked_row(locked, key)
     stored = found.fetchall() if found is not None else []
     return row, {str(r[3]): _stored(r) for r in stored}
 
@@ -196,10 +225,10 @@ def _remove_chunks(
 
 
 def delete_document(
-    conn: psycopg.Connection[Any], tables: Tables, info: CollectionInfo, document_id: str
+    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, document_id: str
 ) -> None:
     """Lock the collection and delete one document; raise DocumentNotFoundError if absent."""
-    row, stored = lock_for_write(conn, tables, info, document_id=document_id)
+    row, stored = lock_for_write(conn, tables, key, document_id=document_id)
     if stored is None:
         raise DocumentNotFoundError(document_id)
     _remove_chunks(conn, tables, row.id, document_id)

@@ -26,6 +26,7 @@ import pytest
 from rag_plugin.exceptions import (
     CollectionExistsError,
     CollectionNotFoundError,
+    ConfigurationError,
     DimensionMismatchError,
     DocumentNotFoundError,
     InvalidInputError,
@@ -393,6 +394,86 @@ class StoreContract(CorrectionContract, FilterContract):
             )
         assert store.get_collection("docs").document_count == 0
         assert store.upsert_documents(collection, []) == []
+
+    def planned(self, embedder: FakeEmbedder, **settings: Any) -> CollectionInfo:
+        """A collection that does not exist yet: what ``upsert_documents(create=True)`` makes."""
+        return CollectionInfo(
+            settings.pop("name", "fresh"),
+            settings.pop("owner", ALICE),
+            embedder.dimensions,
+            embedder.model_name,
+            **settings,
+        )
+
+    def test_upsert_with_create_makes_the_missing_collection_in_the_same_write(
+        self, store: Store, embedder: FakeEmbedder
+    ) -> None:
+        planned = self.planned(embedder, metric=DistanceMetric.L2, analyzer="english")
+        _, chunks = chunk_inputs(["running foxes"], embedder.embed(["running foxes"]))
+        record = store.upsert_document(planned, DocumentInput(source="a.md"), chunks, create=True)
+        info = store.get_collection("fresh", owner=ALICE)
+        assert (info.dimensions, info.embedding_model, info.metric, info.analyzer) == (
+            16,
+            embedder.model_name,
+            DistanceMetric.L2,
+            "english",
+        )
+        assert (info.document_count, info.chunk_count) == (1, 1)
+        assert ids(store.bm25(info, "run fox", 5)) == [f"{record.id}_0"]  # stemmed: english
+        # Again, into the collection it made: it is used, not made twice.
+        again = store.upsert_document(planned, DocumentInput(source="b.md"), chunks, create=True)
+        assert store.get_collection("fresh", owner=ALICE).document_count == 2
+        assert again.id != record.id
+        assert store.list_collections(owner=ALICE) == [store.get_collection("fresh", owner=ALICE)]
+
+    def test_a_failed_write_with_create_leaves_no_collection(
+        self, store: Store, embedder: FakeEmbedder
+    ) -> None:
+        _, good = chunk_inputs(["good text"], embedder.embed(["good text"]))
+        _, bad = chunk_inputs(["bad chunk"], [[1.0]])
+        with pytest.raises(DimensionMismatchError):
+            store.upsert_documents(
+                self.planned(embedder),
+                [(DocumentInput(source="a.md"), good), (DocumentInput(), bad)],
+                create=True,
+            )
+        with pytest.raises(CollectionNotFoundError):
+            store.get_collection("fresh", owner=ALICE)
+        assert store.list_collections(owner=ALICE) == []
+
+    def test_upsert_without_create_into_a_missing_collection_raises_not_found(
+        self, store: Store, embedder: FakeEmbedder
+    ) -> None:
+        _, chunks = chunk_inputs(["some text"], embedder.embed(["some text"]))
+        with pytest.raises(CollectionNotFoundError):
+            store.upsert_document(self.planned(embedder), DocumentInput(), chunks)
+        assert store.list_collections(owner=ALICE) == []
+
+    def test_upsert_with_create_refuses_a_collection_of_another_model(
+        self, store: Store, embedder: FakeEmbedder
+    ) -> None:
+        store.create_collection("fresh", owner=ALICE, dimensions=16, embedding_model="other")
+        _, chunks = chunk_inputs(["some text"], embedder.embed(["some text"]))
+        with pytest.raises(ConfigurationError, match="of the model 'other'"):
+            store.upsert_document(self.planned(embedder), DocumentInput(), chunks, create=True)
+        assert store.get_collection("fresh", owner=ALICE).document_count == 0
+
+    @pytest.mark.parametrize(
+        ("settings", "message"),
+        [
+            ({"name": "bad name"}, "invalid characters"),
+            ({"analyzer": "klingon"}, "klingon"),
+        ],
+    )
+    def test_upsert_with_create_validates_the_new_collection(
+        self, store: Store, embedder: FakeEmbedder, settings: dict[str, Any], message: str
+    ) -> None:
+        _, chunks = chunk_inputs(["some text"], embedder.embed(["some text"]))
+        with pytest.raises(InvalidInputError, match=message):
+            store.upsert_document(
+                self.planned(embedder, **settings), DocumentInput(), chunks, create=True
+            )
+        assert store.list_collections(owner=ALICE) == []
 
     def test_find_document_by_source(
         self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder

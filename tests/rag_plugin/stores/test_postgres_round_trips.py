@@ -15,7 +15,7 @@ from psycopg import sql
 from rag_plugin.chunking import ChunkerConfig, TextChunker
 from rag_plugin.exceptions import CollectionNotFoundError, StoreError
 from rag_plugin.ingest import StoredSource, ingest_text
-from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentInput, DocumentRecord
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
 from rag_plugin.stores.postgres.connection import Database
 from rag_plugin.testing import FakeEmbedder
@@ -29,6 +29,7 @@ TEXT = (
     "india juliet kilo lima mike november oscar papa"
 )
 WORDS_4 = TextChunker(ChunkerConfig.for_word(4, 0))
+VECTOR_INDEX_TRIPS = 8  # ensure_vector_index: its own transaction, checks, CREATE INDEX
 EMBEDDER = FakeEmbedder(dimensions=4)
 
 
@@ -82,6 +83,23 @@ def test_a_document_write_is_three_round_trips_new_or_replaced(
     assert statistics_mismatches(dsn, pg_schema, "docs", owner="u") == []
 
 
+def test_a_write_that_may_create_its_collection_is_still_three_round_trips(
+    conn: psycopg.Connection[Any], store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    planned = CollectionInfo("made", "u", 4, "fake-4")
+    _, chunks = chunk_inputs(TEXTS, EMBEDDER.embed(TEXTS))
+
+    def upsert(source: str) -> None:
+        store.upsert_document(planned, DocumentInput(source=source), chunks, create=True)
+
+    # The insert leads the lock's batch; a new collection adds its vector index afterwards.
+    first = round_trips(conn, lambda: upsert("a.txt"))
+    assert round_trips(conn, lambda: upsert("b.txt")) == 3
+    assert first == 3 + VECTOR_INDEX_TRIPS
+    assert store.get_collection("made", owner="u").document_count == 2
+    assert statistics_mismatches(dsn, pg_schema, "made", owner="u") == []
+
+
 def test_a_batch_of_documents_is_three_round_trips_whatever_its_size(
     conn: psycopg.Connection[Any],
     store: PostgresStore,
@@ -104,6 +122,15 @@ def test_a_batch_of_documents_is_three_round_trips_whatever_its_size(
     assert statistics_mismatches(dsn, pg_schema, "docs", owner="u") == []
 
 
+def find_one(
+    store: PostgresStore, owner: str | None, source: str
+) -> tuple[CollectionInfo, DocumentRecord | None, list[ChunkRecord]]:
+    """``find_sources`` for one source: the collection, the document (or None), its chunks."""
+    info, found = store.find_sources("docs", owner=owner, sources=[source])
+    document, chunks = found.get(source, (None, []))
+    return info, document, chunks
+
+
 def test_reads_and_cache_calls_are_one_round_trip_each(
     conn: psycopg.Connection[Any], store: PostgresStore, collection: CollectionInfo, pg_schema: str
 ) -> None:
@@ -111,7 +138,7 @@ def test_reads_and_cache_calls_are_one_round_trip_each(
     cache = PostgresEmbeddingCache(conn, pg_schema, create_schema=False)
     calls: list[Callable[[], object]] = [
         lambda: store.get_collection("docs", owner="u"),
-        lambda: store.find_source("docs", owner="u", source="a.txt"),
+        lambda: find_one(store, "u", "a.txt"),
         lambda: store.find_document(collection, source="a.txt"),
         lambda: store.get_document(collection, document_id),
         lambda: store.document_chunks(collection, document_id),
@@ -122,11 +149,11 @@ def test_reads_and_cache_calls_are_one_round_trip_each(
     assert [round_trips(conn, call) for call in calls] == [1] * len(calls)
 
 
-def test_find_source_returns_the_collection_document_and_chunks(
+def test_find_sources_returns_the_collection_document_and_chunks(
     store: PostgresStore, collection: CollectionInfo
 ) -> None:
     document_id = write(store, collection, TEXTS)
-    info, document, chunks = store.find_source("docs", owner="u", source="a.txt")
+    info, document, chunks = find_one(store, "u", "a.txt")
     assert info == store.get_collection("docs", owner="u")
     assert document == store.get_document(collection, document_id)
     assert chunks == store.document_chunks(collection, document_id)
@@ -134,11 +161,11 @@ def test_find_source_returns_the_collection_document_and_chunks(
 
 
 @pytest.mark.parametrize("source", ["b.txt", ""])
-def test_find_source_without_a_document_there_returns_the_collection_alone(
+def test_find_sources_without_a_document_there_returns_the_collection_alone(
     store: PostgresStore, collection: CollectionInfo, source: str
 ) -> None:
     write(store, collection, TEXTS)
-    assert store.find_source("docs", owner="u", source=source) == (
+    assert find_one(store, "u", source) == (
         store.get_collection("docs", owner="u"),
         None,
         [],
@@ -146,12 +173,12 @@ def test_find_source_without_a_document_there_returns_the_collection_alone(
 
 
 @pytest.mark.parametrize("owner", [None, "other"])
-def test_find_source_in_another_owners_collection_finds_no_collection(
+def test_find_sources_in_another_owners_collection_finds_no_collection(
     store: PostgresStore, collection: CollectionInfo, owner: str | None
 ) -> None:
     write(store, collection, TEXTS)
     with pytest.raises(CollectionNotFoundError):
-        store.find_source("docs", owner=owner, source="a.txt")
+        find_one(store, owner, "a.txt")
 
 
 def test_ingest_result_chunks_are_the_stored_ones_without_reading_them_back(
@@ -185,7 +212,7 @@ def test_a_stored_source_read_with_the_collection_makes_reingest_one_round_trip(
     ingest_text(store, EMBEDDER, collection, TEXT, document=document, chunker=WORDS_4)
 
     def reingest() -> None:
-        info, stored, chunks = store.find_source("docs", owner="u", source="a.txt")
+        info, stored, chunks = find_one(store, "u", "a.txt")
         result = ingest_text(
             store,
             EMBEDDER,
