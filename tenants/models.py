@@ -10,7 +10,7 @@ from django.db import models
 from django_tenants.models import DomainMixin, TenantMixin
 
 from rag_plugin.exceptions import InvalidInputError
-from rag_plugin.retrieval import RetrievalProfile as LibraryProfile
+from rag_plugin.profiles import RetrievalProfile as LibraryProfile
 
 
 class Tenant(TenantMixin):  # type: ignore[misc]
@@ -71,7 +71,7 @@ class RagSource(models.Model):
 class RetrievalProfile(models.Model):
     """A named recipe for multi-collection retrieval and answers (SPEC R1).
 
-    The fields mirror ``rag_plugin.retrieval.RetrievalProfile``; ``clean()`` builds that object
+    The fields mirror ``rag_plugin.profiles.RetrievalProfile``; ``clean()`` builds that object
     so an invalid combination is refused in the admin form, not at query time.
     """
 

@@ -23,8 +23,8 @@ from portal.rag.scope import scope_for
 from rag_plugin.citations import ContextResult, build_context_result
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import CollectionNotFoundError
+from rag_plugin.profiles import RetrievalProfile as LibraryProfile
 from rag_plugin.retrieval import CollectionRef, MultiCollectionRetriever, RetrievalResult
-from rag_plugin.retrieval import RetrievalProfile as LibraryProfile
 from tenants.models import RetrievalProfile
 
 logger = logging.getLogger("portal.rag")

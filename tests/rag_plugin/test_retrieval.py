@@ -22,9 +22,7 @@ from rag_plugin.retrieval import (
     MultiCollectionRetriever,
     RetrievalProfile,
     RetrievedChunk,
-    candidate_count,
 )
-from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.memory import MemoryStore
 
@@ -114,11 +112,6 @@ OFF = RetrievalProfile(rerank="off")
 
 def rows(chunks: Sequence[RetrievedChunk]) -> list[tuple[str, str, float]]:
     return [(c.label, c.content, round(c.score, 12)) for c in chunks]
-
-
-@pytest.mark.parametrize(("final_k", "expected"), [(1, 32), (2, 32), (4, 32), (5, 40), (8, 64)])
-def test_candidate_count(final_k: int, expected: int) -> None:
-    assert candidate_count(final_k) == expected
 
 
 def test_weights_scale_scores_and_results_merge_by_score(
@@ -454,43 +447,6 @@ def test_expanded_and_engine_hybrid_agree_when_expansion_changes_nothing(
 
 
 # -- validation --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"retrieval_k": 0}, "retrieval_k must be an integer from 1 to 100, got 0."),
-        ({"retrieval_k": 101}, "retrieval_k must be an integer from 1 to 100, got 101."),
-        ({"retrieval_k": True}, "retrieval_k must be an integer from 1 to 100, got True."),
-        ({"min_relevance": 1.5}, "min_relevance must be a number from 0 to 1, got 1.5."),
-        ({"min_relevance": float("nan")}, "min_relevance must be a number from 0 to 1, got nan."),
-        ({"rerank_alpha": -0.1}, "rerank_alpha must be a number from 0 to 1, got -0.1."),
-        ({"vision": "yes"}, "vision must be true or false, got 'yes'."),
-        ({"rerank": "fancy"}, "Unknown rerank mode 'fancy'; use one of: lexical"),
-        ({"strategy": "bm25"}, "searches with 'semantic' or 'hybrid'"),
-        ({"strategy": "nope"}, "nope"),
-        ({"expand_query": True}, "expand_query expands the lexical legs, so it needs the hybrid"),
-        ({"language": "klingon", "strategy": "hybrid"}, "Unknown query expansion language"),
-        ({"synonyms": {"a b": ["c"]}}, "The synonym key 'a b' must be one word"),
-        ({"reranker_model": 5}, "reranker_model must be a model name, got 5."),
-    ],
-)
-def test_profile_validation(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(InvalidInputError) as caught:
-        RetrievalProfile(**kwargs)
-    assert message in str(caught.value)
-
-
-def test_profile_normalises_names_and_copies_the_synonym_table() -> None:
-    table = {"Inhaber": ["Impressum"]}
-    profile = RetrievalProfile(
-        strategy="rrf", rerank="CE", language="de", synonyms=table, expand_query=True
-    )
-    assert profile.strategy is SearchStrategy.HYBRID
-    assert profile.rerank is RerankMode.CROSS_ENCODER
-    assert profile.language == "german"
-    assert dict(profile.synonyms) == {"inhaber": ("impressum",)}
-    assert table == {"Inhaber": ["Impressum"]}
 
 
 @pytest.mark.parametrize(
