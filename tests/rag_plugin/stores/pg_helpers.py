@@ -12,7 +12,7 @@ from psycopg import sql
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.postgres import blocks as term_blocks
 from rag_plugin.stores.postgres import near
-from rag_plugin.stores.postgres import schema as schema_module
+from rag_plugin.stores.postgres.migrations import MIGRATIONS
 from rag_plugin.stores.postgres.words import chunk_words
 
 
@@ -192,7 +192,10 @@ def downgrade_to_version_11(conn: psycopg.Connection[Any], schema: str) -> None:
             ),
             (near.PREFIX,),
         )
-    schema_module._trigram_indexes(conn, schema)  # migration 8's step, which 12 undid
+    (trigram_indexes,) = MIGRATIONS[7].statements  # migration 8's step, which 12 undid
+    assert MIGRATIONS[7].version == 8
+    assert callable(trigram_indexes)
+    trigram_indexes(conn, schema)
     run("DELETE FROM {schema}.rag_schema_version WHERE version >= 12")
 
 

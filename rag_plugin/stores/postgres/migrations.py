@@ -1,0 +1,331 @@
+"""The store's schema history: every migration, in order, never edited once applied.
+
+:func:`~rag_plugin.stores.postgres.schema.ensure_schema` runs, in one transaction, every
+migration newer than the version a schema records. A change to the tables appends a
+:class:`Migration` here, so existing data is migrated in place; the comments above each step
+say why the tables look as they do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from rag_plugin.stores.postgres.blocks import backfill_blocks
+from rag_plugin.stores.postgres.near import backfill_keys, backfill_long_keys
+from rag_plugin.stores.postgres.words import backfill_words
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "Step"]
+
+
+Step = str | Callable[[psycopg.Connection[Any], str], None]
+"""A migration step: DDL/DML using ``{schema}``, or a function of (connection, schema)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step of the schema's history, run in order inside ``ensure_schema``'s transaction.
+
+    A step is SQL with ``{schema}`` for the schema, or a Python function called with the
+    connection and the schema name (for data that only Python can compute, such as Python's
+    own lowercasing and splitting of chunk texts).
+    """
+
+    version: int
+    description: str
+    statements: tuple[Step, ...]
+
+
+# Why the layout looks like this:
+# - One set of tables per schema (django-tenants gives each tenant one), shared by all its
+#   collections, so a new per-user collection is one row, not new tables.
+# - ``rag_chunks.embedding`` is an untyped ``vector``: collections differ in dimension. HNSW
+#   needs a fixed dimension, so indexes are partial expression indexes per (dimension,
+#   metric), created on demand (see ``ensure_vector_index``).
+# - BM25 state is ``rag_postings`` (term → chunk, tf, and the chunk's length dl, copied so
+#   scoring needs no join) plus ``rag_vocabulary`` (term → document frequency, which is both
+#   BM25's df and the fuzzy vocabulary) plus N and Σdl on the collection row.
+# - Keys and terms use the "C" collation, so SQL orders them exactly as Python orders str.
+_INITIAL = (
+    """
+    CREATE TABLE {schema}.rag_collections (
+        id bigserial PRIMARY KEY,
+        name text COLLATE "C" NOT NULL,
+        owner text COLLATE "C",
+        dimensions integer NOT NULL CHECK (dimensions > 0),
+        embedding_model text NOT NULL,
+        metric text NOT NULL CHECK (metric IN ('cosine', 'l2', 'inner_product')),
+        analyzer text NOT NULL,
+        document_count integer NOT NULL DEFAULT 0,
+        chunk_count bigint NOT NULL DEFAULT 0,
+        token_count bigint NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        CONSTRAINT rag_collections_name_owner UNIQUE NULLS NOT DISTINCT (name, owner)
+    )
+    """,
+    """
+    CREATE TABLE {schema}.rag_documents (
+        id text COLLATE "C" PRIMARY KEY,
+        collection_id bigint NOT NULL REFERENCES {schema}.rag_collections (id)
+            ON DELETE CASCADE,
+        source text NOT NULL,
+        title text NOT NULL,
+        tags text[] NOT NULL,
+        metadata jsonb NOT NULL,
+        content_hash text NOT NULL,
+        created_at timestamptz NOT NULL,
+        chunk_count integer NOT NULL,
+        seq bigserial NOT NULL
+    )
+    """,
+    """
+    CREATE UNIQUE INDEX rag_documents_source ON {schema}.rag_documents (collection_id, source)
+        WHERE source <> ''
+    """,
+    "CREATE INDEX rag_documents_newest ON {schema}.rag_documents (collection_id, seq DESC)",
+    """
+    CREATE TABLE {schema}.rag_chunks (
+        id bigserial PRIMARY KEY,
+        collection_id bigint NOT NULL,
+        document_id text COLLATE "C" NOT NULL REFERENCES {schema}.rag_documents (id)
+            ON DELETE CASCADE,
+        idx integer NOT NULL,
+        chunk_key text COLLATE "C" NOT NULL,
+        content text NOT NULL,
+        start_offset integer NOT NULL,
+        end_offset integer NOT NULL,
+        metadata jsonb NOT NULL,
+        token_count integer NOT NULL,
+        dimensions integer NOT NULL,
+        metric text NOT NULL,
+        embedding vector NOT NULL,
+        UNIQUE (document_id, idx)
+    )
+    """,
+    "CREATE INDEX rag_chunks_collection ON {schema}.rag_chunks (collection_id, chunk_key)",
+    """
+    CREATE INDEX rag_chunks_metadata ON {schema}.rag_chunks
+        USING gin (metadata jsonb_path_ops)
+    """,
+    """
+    CREATE TABLE {schema}.rag_postings (
+        collection_id bigint NOT NULL,
+        term text COLLATE "C" NOT NULL,
+        chunk_id bigint NOT NULL,
+        tf integer NOT NULL,
+        dl integer NOT NULL,
+        PRIMARY KEY (collection_id, term, chunk_id)
+    )
+    """,
+    "CREATE INDEX rag_postings_chunk ON {schema}.rag_postings (chunk_id)",
+    """
+    CREATE TABLE {schema}.rag_vocabulary (
+        collection_id bigint NOT NULL,
+        term text COLLATE "C" NOT NULL,
+        df integer NOT NULL,
+        PRIMARY KEY (collection_id, term)
+    )
+    """,
+    """
+    CREATE INDEX rag_vocabulary_length ON {schema}.rag_vocabulary
+        (collection_id, char_length(term))
+    """,
+    """
+    CREATE TABLE {schema}.rag_embedding_cache (
+        model text NOT NULL,
+        content_hash text NOT NULL,
+        embedding vector NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (model, content_hash)
+    )
+    """,
+)
+
+# Exact top-k BM25 reads a term's postings by impact, which rises with tf and falls with dl:
+# one index range per (term, tf), ordered by dl, serves both "the k best" and "all above τ".
+_IMPACT_INDEX = (
+    """
+    CREATE INDEX rag_postings_impact ON {schema}.rag_postings
+        (collection_id, term, tf, dl) INCLUDE (chunk_id)
+    """,
+)
+
+# The fuzzy leg's own posting list: each chunk's distinct lowercased whitespace words (the words
+# fuzzy_score compares, computed by Python's lower() and split(), not SQL's) and each word's df.
+# Tables first, rows from Python, keys and indexes last (one sort instead of row-by-row upkeep).
+_WORDS = (
+    """
+    CREATE TABLE {schema}.rag_words (
+        collection_id bigint NOT NULL,
+        word text COLLATE "C" NOT NULL,
+        chunk_id bigint NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE {schema}.rag_word_vocabulary (
+        collection_id bigint NOT NULL,
+        word text COLLATE "C" NOT NULL,
+        df integer NOT NULL
+    )
+    """,
+    backfill_words,
+    """
+    INSERT INTO {schema}.rag_word_vocabulary (collection_id, word, df)
+        SELECT collection_id, word, count(*) FROM {schema}.rag_words GROUP BY 1, 2
+    """,
+    "ALTER TABLE {schema}.rag_words ADD PRIMARY KEY (collection_id, word, chunk_id)",
+    # Deletes find a chunk's words here, and fuzzy search probes candidates' words.
+    "CREATE INDEX rag_words_chunk ON {schema}.rag_words (chunk_id, word)",
+    "ALTER TABLE {schema}.rag_word_vocabulary ADD PRIMARY KEY (collection_id, word)",
+    """
+    CREATE INDEX rag_word_vocabulary_length ON {schema}.rag_word_vocabulary
+        (collection_id, char_length(word))
+    """,
+)
+
+# BM25 reads a common term only where its contribution can reach a threshold (lexical.py): the
+# highest tfs first, and per tf the shortest chunks, without touching the table.
+_IMPACT_ORDER = (
+    """
+    CREATE INDEX rag_postings_by_impact ON {schema}.rag_postings
+        (collection_id, term, tf DESC, dl) INCLUDE (chunk_id)
+    """,
+)
+
+# Ordering candidates by chunk id (the tie-break) needs only each chunk's key: this index hands
+# it over by row id without reading the wide chunk rows (content, vector).
+_KEYS_BY_ID = ("CREATE INDEX rag_chunks_key_by_id ON {schema}.rag_chunks (id) INCLUDE (chunk_key)",)
+
+# BM25 probes a candidate chunk's query terms by (term, chunk): with tf and dl in the primary key's
+# index the probe never reads the table. Built first, then swapped in as the key.
+_PROBE_COVERING = (
+    """
+    CREATE UNIQUE INDEX rag_postings_key_covering ON {schema}.rag_postings
+        (collection_id, term, chunk_id) INCLUDE (tf, dl)
+    """,
+    """
+    ALTER TABLE {schema}.rag_postings DROP CONSTRAINT rag_postings_pkey,
+        ADD CONSTRAINT rag_postings_pkey PRIMARY KEY USING INDEX rag_postings_key_covering
+    """,
+)
+
+
+# Typo correction and the fuzzy leg looked up the vocabulary entries that contain one piece of
+# a query word through trigram indexes (pg_trgm) until migration 12 replaced them by deletion
+# keys and dropped them. Nothing after migration 11 reads them, and every migration runs in
+# one transaction up to the latest, so on a database without pg_trgm this step builds nothing:
+# the store needs no extension but ``vector``.
+def _trigram_indexes(conn: psycopg.Connection[Any], schema: str) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").fetchone() is None:
+        return
+    for table, column in (("rag_vocabulary", "term"), ("rag_word_vocabulary", "word")):
+        conn.execute(
+            sql.SQL("CREATE INDEX {} ON {} USING gin ({} gin_trgm_ops)").format(
+                sql.Identifier(f"{table}_trigrams"),
+                sql.Identifier(schema, table),
+                sql.Identifier(column),
+            )
+        )
+
+
+_TRIGRAMS: tuple[Step, ...] = (_trigram_indexes,)
+
+# A short query word's near entries are found by reading its whole length window and checking
+# each entry's distance in Python (correction.near_terms): with the entries in the length index
+# that read touches no table rows. The df stays out of the index, so df updates stay HOT.
+_LENGTH_COVERING = tuple(
+    statement
+    for table, column in (("rag_vocabulary", "term"), ("rag_word_vocabulary", "word"))
+    for statement in (
+        f"DROP INDEX {{schema}}.{table}_length",
+        f"""
+        CREATE INDEX {table}_length ON {{schema}}.{table}
+            (collection_id, char_length({column})) INCLUDE ({column})
+        """,
+    )
+)
+
+# Postings as arrays, a few rows per key (blocks.py): a long query reads its terms' and close
+# words' every posting in one round trip instead of row by row. The blocks and the forward
+# index are built from the old tables of one row per posting, which then go with their
+# indexes (the chunk index of rag_words served the fuzzy leg's probes: the forward index
+# does that now).
+_BLOCKS: tuple[Step, ...] = (
+    *(
+        f"""
+        CREATE TABLE {{schema}}.rag_{kind}_blocks (
+            collection_id bigint NOT NULL,
+            {key} text COLLATE "C" NOT NULL,
+            block bigint GENERATED ALWAYS AS IDENTITY,
+            level smallint NOT NULL,
+            first_id bigint NOT NULL,
+            last_id bigint NOT NULL,
+            chunk_ids bigint[] NOT NULL,
+            {payload}
+            PRIMARY KEY (collection_id, {key}, block)
+        )
+        """
+        for kind, key, payload in (
+            ("term", "term", "tfs integer[] NOT NULL, dls integer[] NOT NULL,"),
+            ("word", "word", ""),
+        )
+    ),
+    """
+    CREATE TABLE {schema}.rag_chunk_terms (
+        chunk_id bigint PRIMARY KEY,
+        terms text[] COLLATE "C" NOT NULL,
+        words text[] COLLATE "C" NOT NULL
+    )
+    """,
+    backfill_blocks,
+    "DROP TABLE {schema}.rag_postings, {schema}.rag_words",
+)
+
+# The near-entry index of both vocabularies (near.py): a short query word's close entries from
+# its deletion keys instead of its whole length window.
+_DELETION_KEYS: tuple[Step, ...] = (
+    *(
+        f"""
+        CREATE TABLE {{schema}}.rag_{kind}_deletes (
+            collection_id bigint NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            entry text COLLATE "C" NOT NULL,
+            PRIMARY KEY (collection_id, key, entry)
+        )
+        """
+        for kind in ("term", "word")
+    ),
+    backfill_keys,
+)
+
+# Every entry in the near-entry index, a long one under the keys of its first ten characters
+# (near.py): a long query word's close entries by the same key lookups as a short one's,
+# instead of its partition pieces through the trigram indexes, which go (at 100k chunks they
+# fetched ≈ 3.8k entries a query to keep a few, 14 ms of the slowest fuzzy queries).
+_LONG_KEYS: tuple[Step, ...] = (
+    backfill_long_keys,
+    "DROP INDEX IF EXISTS {schema}.rag_vocabulary_trigrams, {schema}.rag_word_vocabulary_trigrams",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
+    Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
+    # Measured at 100k chunks: with Zipf-head query terms a term's impact threshold still
+    # admits most of its postings and probing them all cost more than MaxScore's full read,
+    # so BM25 went back to MaxScore and the index, which only slowed writes, goes.
+    Migration(3, "drop the unused impact index", ("DROP INDEX {schema}.rag_postings_impact",)),
+    Migration(4, "fuzzy word postings and word vocabulary, backfilled from the chunks", _WORDS),
+    Migration(5, "postings by impact (term, tf DESC, dl) for BM25 thresholds", _IMPACT_ORDER),
+    Migration(6, "chunk keys by row id, for ordering candidates without the rows", _KEYS_BY_ID),
+    Migration(7, "postings key covers tf and dl, so BM25 probes skip the table", _PROBE_COVERING),
+    Migration(8, "trigram indexes on both vocabularies, for near-word lookups", _TRIGRAMS),
+    Migration(9, "length indexes of both vocabularies cover the entries", _LENGTH_COVERING),
+    Migration(10, "postings in blocks per term and word, a forward index per chunk", _BLOCKS),
+    Migration(11, "deletion keys of both vocabularies, for near-entry lookups", _DELETION_KEYS),
+    Migration(12, "deletion keys of long entries' prefixes; no trigram indexes", _LONG_KEYS),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
