@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from django.conf import settings
@@ -34,4 +35,50 @@ class BodySizeLimitMiddleware:
                 "PAYLOAD_TOO_LARGE",
                 413,
             )
+        return self.get_response(request)
+
+
+class RequestIdMiddleware:
+    """Give every request an id: ``request.request_id``, sent back as ``X-Request-ID``.
+
+    Error responses carry it and the server's log lines for the error name it, so a client's
+    report leads to the log line. Made here, never taken from the client: a client-chosen id
+    could be made to collide with someone else's.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = uuid.uuid4().hex
+        request.request_id = request_id  # type: ignore[attr-defined]
+        response = self.get_response(request)
+        response["X-Request-ID"] = request_id
+        return response
+
+
+class UrlTextMiddleware:
+    """Answer 400 to a URL whose path or query string holds a NUL character.
+
+    PostgreSQL text cannot hold one, so a NUL in ``/documents/<id>`` or ``?collection=`` would
+    otherwise reach the database as an error. Decoded UTF-8 cannot hold an unpaired surrogate
+    (Django re-quotes a URL's bytes that are not UTF-8), so NUL is the one character to refuse.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "\x00" in request.path:
+            return json_error(
+                "The URL path must not contain a NUL character.", "INVALID_INPUT", 400
+            )
+        for key, values in request.GET.lists():
+            if "\x00" in key or any("\x00" in value for value in values):
+                name = key.replace("\x00", "\\0")
+                return json_error(
+                    f"{name}: query parameters must not contain a NUL character.",
+                    "INVALID_INPUT",
+                    400,
+                )
         return self.get_response(request)

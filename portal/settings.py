@@ -81,8 +81,12 @@ TENANT_LIMIT_SET_CALLS = True
 PUBLIC_SCHEMA_NAME = "public"
 
 MIDDLEWARE = [
+    # An id for every request, which error responses and their log lines carry.
+    "portal.middleware.RequestIdMiddleware",
     # Rejects oversized bodies before any work, even the tenant lookup.
     "portal.middleware.BodySizeLimitMiddleware",
+    # Rejects a NUL in the URL, which would otherwise reach the database.
+    "portal.middleware.UrlTextMiddleware",
     # Before everything that touches the database: picks the tenant schema from the Host.
     "django_tenants.middleware.main.TenantMainMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -177,12 +181,14 @@ RAG = {
 RAG_API = {
     "MAX_BODY_BYTES": int(os.environ.get("RAG_MAX_BODY_BYTES", str(2 * 1024 * 1024))),
     "TOKEN_TTL_SECONDS": int(os.environ.get("RAG_TOKEN_TTL_SECONDS", str(12 * 3600))),
+    # Arrays and objects in a request body (portal/api/parsers.py): metadata nests at most 8.
+    "MAX_JSON_DEPTH": int(os.environ.get("RAG_MAX_JSON_DEPTH", "32")),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = RAG_API["MAX_BODY_BYTES"]
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["portal.api.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -2,11 +2,18 @@
 
 One DRF exception handler maps both DRF's exceptions and the ``rag_plugin`` error tree to a
 status and a code, from the tables below, so the mapping lives in exactly one place.
+
+A server-side error (5xx) never shows its own text: a database error names the schema and the
+SQL, an upstream one repeats what the service said. Its full text is logged with the
+request's id (:class:`portal.middleware.RequestIdMiddleware`), and the client gets the code,
+a fixed message for its status and the same ``request_id`` to quote — whatever ``DEBUG`` is.
+Exceptions no table knows become the same 500 instead of Django's HTML error page.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -75,8 +82,40 @@ DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
 )
 
 
+# What a client reads for a server-side error, by status: nothing of the error's own text.
+_SERVER_MESSAGES = {
+    500: "Internal error",
+    502: "An upstream service failed.",
+    503: "An upstream service is unavailable; try again later.",
+}
+
+
 def error_body(message: str, code: str) -> dict[str, str]:
     return {"error": message, "code": code}
+
+
+def request_id_of(context: dict[str, Any]) -> str:
+    """The id the request was given by the middleware (a new one if it has none)."""
+    request = context.get("request")
+    found = getattr(getattr(request, "_request", request), "request_id", None)
+    return str(found) if found else uuid.uuid4().hex
+
+
+def server_error(
+    exc: BaseException, status_code: int, code: str, context: dict[str, Any]
+) -> Response:
+    """Log ``exc`` in full under the request's id; answer without its text."""
+    request_id = request_id_of(context)
+    logger.error(
+        "server error %s on %s: %s",
+        code,
+        type(context.get("view")).__name__,
+        exc,
+        exc_info=exc,
+        extra={"event": "api.server_error", "request_id": request_id, "code": code},
+    )
+    message = _SERVER_MESSAGES.get(status_code, _SERVER_MESSAGES[500])
+    return Response({**error_body(message, code), "request_id": request_id}, status=status_code)
 
 
 def _first_message(detail: Any, path: str = "") -> str:
@@ -110,12 +149,14 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         for cls, status_code, code in RAG_ERRORS:
             if isinstance(exc, cls):
                 if status_code >= 500:
-                    logger.error("rag error on %s: %s", context.get("view"), exc, exc_info=exc)
+                    return server_error(exc, status_code, code, context)
                 return Response(error_body(str(exc), code), status=status_code)
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, drf.APIException):
-        return response
+        return server_error(exc, 500, "INTERNAL_ERROR", context)
     code = next((c for cls, c in DRF_CODES if isinstance(exc, cls)), "INTERNAL_ERROR")
+    if response.status_code >= 500:
+        return server_error(exc, response.status_code, code, context)
     if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
         message = f"Unauthorized: {exc.detail}"
     else:

@@ -43,8 +43,19 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+BIGINT_MAX = 2**63 - 1
+"""The largest integer PostgreSQL's ``bigint`` holds: no integer field accepts more."""
+
+
 class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer (not a bool, not a string), by default within PostgreSQL's bigint."""
+
     default_error_messages = {"invalid": "Must be an integer."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", -BIGINT_MAX)
+        kwargs.setdefault("max_value", BIGINT_MAX)
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
@@ -53,12 +64,20 @@ class StrictIntegerField(serializers.IntegerField):
 
 
 class StrictFloatField(serializers.FloatField):
+    """A JSON number that is a finite float (an integer too large for one is refused)."""
+
     default_error_messages = {"invalid": "Must be a finite number."}
 
     def to_internal_value(self, data: Any) -> float:
-        if isinstance(data, bool) or not isinstance(data, int | float) or not math.isfinite(data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
-        return super().to_internal_value(data)
+        try:
+            value = float(data)
+        except OverflowError:  # an int of 400 digits: float() refuses it
+            self.fail("invalid")
+        if not math.isfinite(value):
+            self.fail("invalid")
+        return super().to_internal_value(value)
 
 
 class StrictBooleanField(serializers.BooleanField):

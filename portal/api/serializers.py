@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from portal.api.fields import (
+    BIGINT_MAX,
     FilterField,
     InputSerializer,
     MetadataField,
@@ -277,7 +278,7 @@ class SharedQuery(serializers.Serializer):  # type: ignore[type-arg]
 
 class PageInput(SharedQuery):
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
-    offset = serializers.IntegerField(required=False, default=0, min_value=0)
+    offset = serializers.IntegerField(required=False, default=0, min_value=0, max_value=BIGINT_MAX)
 
 
 class CollectionRefInput(InputSerializer):

@@ -298,7 +298,10 @@ def _error_details(response: httpx.Response) -> tuple[str, str | None]:
     if isinstance(body, dict):
         message = body.get("error", body.get("detail"))
         code = body.get("code")
+        request_id = body.get("request_id")
         if isinstance(message, str) and message:
+            if isinstance(request_id, str) and request_id:
+                message = f"{message} (request id {request_id})"  # what the server logged
             return message, code if isinstance(code, str) else None
     text = " ".join(response.text.split())[:200]
     return text or response.reason_phrase, None

@@ -157,6 +157,21 @@ def test_error_status_becomes_api_error_with_server_message(fake_portal: FakePor
     )
 
 
+def test_a_server_error_names_the_request_id_the_server_logged_it_under() -> None:
+    body = {"error": "Internal error", "code": "DATABASE_ERROR", "request_id": "ab" * 16}
+    transport = httpx.MockTransport(lambda request: httpx.Response(500, json=body))
+    with RagClient("http://rag.example", transport=transport) as client:
+        client.use_token("t")
+        with pytest.raises(ApiError) as caught:
+            client.collections()
+
+    assert (caught.value.status, caught.value.code, str(caught.value)) == (
+        500,
+        "DATABASE_ERROR",
+        f"HTTP 500: Internal error (request id {'ab' * 16})",
+    )
+
+
 def test_unreachable_server_is_an_api_error_naming_the_url() -> None:
     with running_fake_portal() as portal:
         url = portal.url("acme.localhost")

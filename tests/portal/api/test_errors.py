@@ -1,0 +1,69 @@
+"""The exception handler in process: server-side errors are logged, never shown."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import pytest
+from rest_framework import exceptions as drf
+
+from portal.api.errors import UpstreamError, api_exception_handler
+from rag_plugin import exceptions as rag
+
+CONTEXT = {"request": SimpleNamespace(request_id="f" * 32), "view": None}
+
+
+@pytest.mark.parametrize(
+    ("exc", "status", "code", "message"),
+    [
+        (
+            rag.StoreError("database error in schema 'acme': bigint out of range"),
+            500,
+            "DATABASE_ERROR",
+            "Internal error",
+        ),
+        (
+            rag.ConfigurationError("extension vector missing in acme"),
+            500,
+            "CONFIGURATION_ERROR",
+            "Internal error",
+        ),
+        (
+            rag.EmbeddingError("upstream said: key sk-123 invalid"),
+            502,
+            "EXTERNAL_SERVICE_ERROR",
+            "An upstream service failed.",
+        ),
+        (
+            UpstreamError("The LLM service failed: 401 from https://llm.internal"),
+            502,
+            "EXTERNAL_SERVICE_ERROR",
+            "An upstream service failed.",
+        ),
+        (ZeroDivisionError("division by zero"), 500, "INTERNAL_ERROR", "Internal error"),
+    ],
+)
+def test_a_server_error_shows_a_fixed_message_and_logs_the_text_with_the_request_id(
+    caplog: pytest.LogCaptureFixture, exc: Exception, status: int, code: str, message: str
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="portal.api.errors"):
+        response = api_exception_handler(exc, CONTEXT)
+    assert response is not None
+    assert response.status_code == status
+    assert response.data == {"error": message, "code": code, "request_id": "f" * 32}
+    (record,) = caplog.records
+    assert str(exc) in record.getMessage()
+    assert record.request_id == "f" * 32  # type: ignore[attr-defined]
+
+
+def test_a_client_error_keeps_its_message() -> None:
+    response = api_exception_handler(rag.InvalidInputError("limit: too big"), CONTEXT)
+    assert response is not None
+    assert (response.status_code, response.data) == (
+        400,
+        {"error": "limit: too big", "code": "INVALID_INPUT"},
+    )
+    throttled = api_exception_handler(drf.Throttled(wait=3), CONTEXT)
+    assert throttled is not None
+    assert throttled.status_code == 429
