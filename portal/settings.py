@@ -92,6 +92,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's and Swagger UI's static files from the app process itself.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Both limits of portal/login_guard.py on the two admin sites' login forms.
+    "portal.login_guard.AdminLoginGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -183,6 +185,9 @@ RAG_API = {
     "TOKEN_TTL_SECONDS": int(os.environ.get("RAG_TOKEN_TTL_SECONDS", str(12 * 3600))),
     # Arrays and objects in a request body (portal/api/parsers.py): metadata nests at most 8.
     "MAX_JSON_DEPTH": int(os.environ.get("RAG_MAX_JSON_DEPTH", "32")),
+    # Failed logins an account may have in the window, per tenant (portal/login_guard.py).
+    "LOGIN_ACCOUNT_FAILURES": int(os.environ.get("RAG_LOGIN_ACCOUNT_FAILURES", "10")),
+    "LOGIN_ACCOUNT_WINDOW_S": int(os.environ.get("RAG_LOGIN_ACCOUNT_WINDOW_S", "900")),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = RAG_API["MAX_BODY_BYTES"]
 
@@ -193,7 +198,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.api_exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"login": os.environ.get("RAG_LOGIN_RATE", "10/minute")},
+    "DEFAULT_THROTTLE_RATES": {
+        "login": os.environ.get("RAG_LOGIN_RATE", "10/minute"),
+        "admin_login": os.environ.get("RAG_LOGIN_RATE", "10/minute"),
+    },
+    # Proxies in front of the app that append to X-Forwarded-For; 0: the header is ignored
+    # and throttles key on the connection's address (a client cannot choose its own).
+    "NUM_PROXIES": int(os.environ.get("RAG_TRUSTED_PROXIES", "0")),
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -123,6 +123,7 @@ def portal_server(fake_llm: FakeLLMServer) -> Iterator[PortalServer]:
             url,
             RAG_EMBEDDER="fake",
             RAG_LOGIN_RATE="1000/minute",
+            RAG_LOGIN_ACCOUNT_FAILURES="1000",
             RAG_LLM_URL=fake_llm.api_base,
             RAG_LLM_MODEL="fake-chat",
         )

@@ -1,4 +1,9 @@
-"""Login throttling: attempts per client address and tenant, in the shared database cache."""
+"""Login throttling: attempts per client address and tenant, in the shared database cache.
+
+The address is the connection's, or with ``RAG_TRUSTED_PROXIES`` = N > 0 the one N proxies
+back in ``X-Forwarded-For`` (DRF's ``NUM_PROXIES``); per-account limits are in
+:mod:`portal.login_guard`.
+"""
 
 from __future__ import annotations
 
@@ -24,3 +29,9 @@ class LoginRateThrottle(SimpleRateThrottle):
             "scope": self.scope,
             "ident": f"{tenant}:{self.get_ident(request)}",
         }
+
+
+class AdminLoginRateThrottle(LoginRateThrottle):
+    """The same limit on the admin sites' login forms, counted apart from the API's."""
+
+    scope = "admin_login"

@@ -9,7 +9,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from portal.api import serializers as s
 from portal.api.throttling import LoginRateThrottle
 from portal.api.tokens import issue_token
+from portal.login_guard import FailedLogins
 from portal.rag import selectors, services
 from portal.rag.profiles import (
     ProfileContext,
@@ -112,13 +113,21 @@ class LoginView(APIView):
                 .first()
             )
             username = match.get_username() if match else None
+        # Failures count per account (the name as given), so guesses spread over many
+        # addresses still stop; the per-address throttle above counts every attempt.
+        failures = FailedLogins(str(username or body.validated_data.get("email", "")))
+        wait = failures.wait()
+        if wait is not None:
+            raise Throttled(wait, "Too many failed logins for this account.")
         user = (
             authenticate(request, username=username, password=body.validated_data["password"])
             if username
             else None
         )
         if user is None:
+            failures.failed()
             raise AuthenticationFailed("Invalid username or password.")
+        failures.succeeded()
         token = issue_token(user=user, schema_name=connection.schema_name)  # type: ignore[attr-defined]
         return Response(s.LoginOutput(token).data)
 

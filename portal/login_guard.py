@@ -1,0 +1,116 @@
+"""Login protection shared by the API and both admin sites (SPEC A5, T2).
+
+Two limits, both kept in the database cache so every app process shares them:
+
+- **per client address** (and tenant): every attempt counts, at ``RAG_LOGIN_RATE`` (default
+  10 a minute) — DRF's :class:`~portal.api.throttling.LoginRateThrottle` on the API, the same
+  throttle class here for the admins;
+- **per account** (and tenant): failures count, at most ``RAG_LOGIN_ACCOUNT_FAILURES``
+  (default 10) within ``RAG_LOGIN_ACCOUNT_WINDOW_S`` seconds (default 900); a success clears
+  them. This is what stops an attacker who spreads guesses over many addresses.
+
+The client address is the connection's, unless ``RAG_TRUSTED_PROXIES`` says how many proxies
+in front of the app append to ``X-Forwarded-For`` (DRF's ``NUM_PROXIES`` rule): with the
+default 0 a client-set ``X-Forwarded-For`` changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
+
+from portal.api.throttling import AdminLoginRateThrottle
+
+__all__ = ["AdminLoginGuardMiddleware", "FailedLogins"]
+
+ADMIN_LOGIN_VIEWS = frozenset({"admin:login", "platform_admin:login"})
+"""The login views of the tenant admin (``admin.site``) and the platform admin."""
+
+
+class FailedLogins:
+    """One account's recent failed logins in one tenant (timestamps in the shared cache)."""
+
+    def __init__(self, username: str) -> None:
+        tenant = getattr(connection, "schema_name", "")
+        # Hashed: any text a client sends as a user name makes a short, safe cache key.
+        account = hashlib.sha256(username.casefold().encode("utf-8", "replace")).hexdigest()
+        self.key = f"login-failures:{tenant}:{account}"
+        self.limit = int(settings.RAG_API["LOGIN_ACCOUNT_FAILURES"])
+        self.window = int(settings.RAG_API["LOGIN_ACCOUNT_WINDOW_S"])
+
+    def _recent(self, now: float) -> list[float]:
+        stored = cache.get(self.key) or []
+        return [t for t in stored if now - t < self.window]
+
+    def wait(self) -> int | None:
+        """Seconds until this account may try again, or None if it may now."""
+        now = time.time()
+        recent = self._recent(now)
+        if len(recent) < self.limit:
+            return None
+        return max(1, math.ceil(self.window - (now - recent[-self.limit])))
+
+    def failed(self) -> None:
+        """Count one more failure."""
+        now = time.time()
+        cache.set(self.key, [*self._recent(now), now][-self.limit :], self.window)
+
+    def succeeded(self) -> None:
+        """Forget the failures: the account's owner got in."""
+        cache.delete(self.key)
+
+
+def too_many(wait: int | float | None) -> HttpResponse:
+    seconds = max(1, math.ceil(wait or 1))
+    response = HttpResponse(
+        f"Too many login attempts; try again in {seconds} seconds.\n",
+        status=429,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+class AdminLoginGuardMiddleware:
+    """Both limits on the admin sites' login forms.
+
+    A POST to an admin login view is refused with 429 while its address or account is over
+    its limit; otherwise the view runs, and its answer tells what happened: a redirect is a
+    success (failures cleared), the form shown again is a failure (counted).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method != "POST" or not _is_admin_login(request):
+            return self.get_response(request)
+        throttle = AdminLoginRateThrottle()
+        if not throttle.allow_request(request, None):  # type: ignore[arg-type]
+            return too_many(throttle.wait())
+        failures = FailedLogins(str(request.POST.get("username", "")))
+        wait = failures.wait()
+        if wait is not None:
+            return too_many(wait)
+        response = self.get_response(request)
+        if response.status_code == 302:
+            failures.succeeded()
+        elif response.status_code == 200:
+            failures.failed()
+        return response
+
+
+def _is_admin_login(request: HttpRequest) -> bool:
+    try:
+        match = resolve(request.path_info, getattr(request, "urlconf", None))
+    except Resolver404:
+        return False
+    return match.view_name in ADMIN_LOGIN_VIEWS
