@@ -188,6 +188,13 @@ RAG_API = {
     # Failed logins an account may have in the window, per tenant (portal/login_guard.py).
     "LOGIN_ACCOUNT_FAILURES": int(os.environ.get("RAG_LOGIN_ACCOUNT_FAILURES", "10")),
     "LOGIN_ACCOUNT_WINDOW_S": int(os.environ.get("RAG_LOGIN_ACCOUNT_WINDOW_S", "900")),
+    # What one request may ask for (portal/api/serializers.py; README "Security").
+    "MAX_QUERY_WORDS": int(os.environ.get("RAG_MAX_QUERY_WORDS", "128")),
+    "MAX_CONTEXT_COLLECTIONS": int(os.environ.get("RAG_MAX_CONTEXT_COLLECTIONS", "20")),
+    "MAX_BATCH_DOCUMENTS": int(os.environ.get("RAG_MAX_BATCH_DOCUMENTS", "100")),
+    "MAX_BATCH_CONTENT_BYTES": int(
+        os.environ.get("RAG_MAX_BATCH_CONTENT_BYTES", str(2 * 1024 * 1024))
+    ),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = RAG_API["MAX_BODY_BYTES"]
 

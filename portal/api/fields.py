@@ -89,6 +89,39 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class BoundedListField(serializers.ListField):
+    """A list whose length is checked before its items are: 100,000 items are refused at
+    once instead of validated one by one first. ``too_long`` is the message, with
+    ``{max_length}`` and ``{length}`` filled in."""
+
+    def __init__(self, *, too_long: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if too_long is not None:
+            self.error_messages["max_length"] = too_long
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length, length=len(data))
+        return super().to_internal_value(data)
+
+
+class QueryField(StrictCharField):
+    """A search query: at most ``max_length`` characters and ``max_words`` words."""
+
+    def __init__(self, *, max_words: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_words = max_words
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        words = len(value.split())
+        if words > self.max_words:
+            raise serializers.ValidationError(
+                f"The query has {words} words; the limit is {self.max_words} (RAG_MAX_QUERY_WORDS)."
+            )
+        return value
+
+
 class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """A request body: a JSON object whose keys are all known fields."""
 

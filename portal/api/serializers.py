@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
+from portal.api.errors import PayloadTooLarge
 from portal.api.fields import (
     BIGINT_MAX,
+    BoundedListField,
     FilterField,
     InputSerializer,
     MetadataField,
+    QueryField,
     RerankField,
     StrictBooleanField,
     StrictCharField,
@@ -30,7 +34,14 @@ from rag_plugin.stores.base import (
 
 MAX_QUERY_CHARS = 10_000
 MAX_TAGS = 50
-MAX_BATCH_DOCUMENTS = 100
+MAX_SOURCE_BYTES = 2000
+"""A source's UTF-8 bytes: it is a unique-index key, and PostgreSQL's B-tree entries hold at
+most ≈ 2,700 bytes."""
+
+# The limits a deployment may change (portal/settings.py, RAG_API; README "Security").
+MAX_QUERY_WORDS = int(settings.RAG_API["MAX_QUERY_WORDS"])
+MAX_CONTEXT_COLLECTIONS = int(settings.RAG_API["MAX_CONTEXT_COLLECTIONS"])
+MAX_BATCH_DOCUMENTS = int(settings.RAG_API["MAX_BATCH_DOCUMENTS"])
 """Documents per /rag/ingest/batch request; the body limit (RAG_MAX_BODY_BYTES) applies too."""
 
 
@@ -74,9 +85,18 @@ class DocumentFields(InputSerializer):
     source = StrictCharField(  # type: ignore[assignment]
         required=False, allow_blank=True, max_length=1000, default=""
     )
-    tags = serializers.ListField(
+    tags = BoundedListField(
         child=StrictCharField(max_length=100), required=False, max_length=MAX_TAGS, default=list
     )
+
+    def validate_source(self, value: str) -> str:
+        size = len(value.encode("utf-8"))
+        if size > MAX_SOURCE_BYTES:
+            raise serializers.ValidationError(
+                f"The source is {size} bytes in UTF-8; the limit is {MAX_SOURCE_BYTES}."
+            )
+        return value
+
     metadata = MetadataField(required=False, default=dict)
 
 
@@ -122,11 +142,23 @@ class IngestDocumentInput(DocumentFields):
 
 
 class IngestBatchInput(IngestOptions):
-    documents = serializers.ListField(
-        child=IngestDocumentInput(), min_length=1, max_length=MAX_BATCH_DOCUMENTS
+    documents = BoundedListField(
+        child=IngestDocumentInput(),
+        min_length=1,
+        max_length=MAX_BATCH_DOCUMENTS,
+        too_long=(
+            "{length} documents; the limit is {max_length} per batch (RAG_MAX_BATCH_DOCUMENTS)."
+        ),
     )
 
     def validate_documents(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        limit = int(settings.RAG_API["MAX_BATCH_CONTENT_BYTES"])
+        size = sum(len(d["content"].encode("utf-8")) for d in value)
+        if size > limit:
+            raise PayloadTooLarge(
+                f"documents: {size} bytes of content; the limit is {limit} per batch "
+                "(RAG_MAX_BATCH_CONTENT_BYTES)."
+            )
         try:
             check_distinct_sources([(DocumentInput(source=d["source"]), None) for d in value])
         except InvalidInputError as exc:
@@ -154,7 +186,7 @@ class IngestBatchOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 class SearchInput(InputSerializer):
     collection = CollectionField()
-    query = StrictCharField(max_length=MAX_QUERY_CHARS)
+    query = QueryField(max_length=MAX_QUERY_CHARS, max_words=MAX_QUERY_WORDS)
     limit = StrictIntegerField(required=False, default=10, min_value=1, max_value=1000)
     strategy = StrictCharField(required=False, allow_null=True, default=None)
     threshold = StrictFloatField(required=False, default=0.0)
@@ -290,8 +322,16 @@ class CollectionRefInput(InputSerializer):
 
 class ContextInput(InputSerializer):
     profile = StrictCharField(required=False, max_length=63)
-    collections = CollectionRefInput(many=True, required=False)
-    query = StrictCharField(max_length=MAX_QUERY_CHARS)
+    collections = BoundedListField(
+        child=CollectionRefInput(),
+        required=False,
+        max_length=MAX_CONTEXT_COLLECTIONS,
+        too_long=(
+            "{length} collections; the limit is {max_length} per request "
+            "(RAG_MAX_CONTEXT_COLLECTIONS)."
+        ),
+    )
+    query = QueryField(max_length=MAX_QUERY_CHARS, max_words=MAX_QUERY_WORDS)
     k = StrictIntegerField(required=False, min_value=1, max_value=100)
     min_relevance = StrictFloatField(required=False)
     rerank = RerankField(required=False)
@@ -300,8 +340,15 @@ class ContextInput(InputSerializer):
     def validate_collections(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not value:
             raise serializers.ValidationError("List at least one collection.")
-        if len(value) > 20:
-            raise serializers.ValidationError("At most 20 collections per request.")
+        seen: dict[tuple[str, bool], int] = {}
+        for position, ref in enumerate(value):
+            key = (ref["name"], ref["shared"])
+            if key in seen:
+                raise serializers.ValidationError(
+                    f"collections[{position}] repeats collections[{seen[key]}] "
+                    f"('{ref['name']}'); list each collection once."
+                )
+            seen[key] = position
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

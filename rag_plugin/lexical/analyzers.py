@@ -4,6 +4,13 @@
 not alphanumeric in Rust's sense (Unicode ``Alphabetic`` or a numeric category, so ``_`` and
 ``-`` split too), drop tokens of one UTF-8 byte or less. The language analyzers take the seed
 tokens, drop stopwords and Snowball-stem the rest with PyStemmer.
+
+One departure from the seed: a token, or a fuzzy word (:func:`text_words`), longer than
+:data:`MAX_WORD_CHARS` characters is cut to that length, in documents and queries alike. A
+word is a key of the PostgreSQL store's vocabulary and postings indexes, whose B-tree entries
+hold at most ≈ 2,700 bytes, and real documents hold such "words": a base64 image, a minified
+script, a long URL. Cut, they still count in a chunk's length and still match the same word
+in a query; nothing a person searches for is that long.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from rag_plugin.exceptions import InvalidInputError
 
 __all__ = [
     "ANALYZER_NAMES",
+    "MAX_WORD_CHARS",
     "Analyzer",
     "EnglishAnalyzer",
     "GermanAnalyzer",
@@ -26,6 +34,7 @@ __all__ = [
     "StemmingAnalyzer",
     "get_analyzer",
     "resolve_analyzer",
+    "text_words",
     "tokenize",
 ]
 
@@ -34,9 +43,21 @@ __all__ = [
 _TOKEN = regex.compile(r"[\p{Alphabetic}\p{Nd}\p{Nl}\p{No}]+")
 
 
+MAX_WORD_CHARS = 256
+"""The longest token or fuzzy word kept whole: 256 characters, at most 1,024 UTF-8 bytes."""
+
+
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into the seed's BM25 tokens, in order, repetitions kept."""
-    return [token for token in _TOKEN.findall(text.lower()) if len(token.encode()) > 1]
+    return [
+        token[:MAX_WORD_CHARS] for token in _TOKEN.findall(text.lower()) if len(token.encode()) > 1
+    ]
+
+
+def text_words(text: str) -> list[str]:
+    """The fuzzy leg's words of ``text``: lowercased, split on whitespace, in order,
+    repetitions kept, each cut to :data:`MAX_WORD_CHARS` characters."""
+    return [word[:MAX_WORD_CHARS] for word in text.lower().split()]
 
 
 class Analyzer(ABC):

@@ -32,7 +32,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from rag_plugin.exceptions import InvalidInputError
-from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer
+from rag_plugin.lexical.analyzers import Analyzer, resolve_analyzer, text_words
 from rag_plugin.lexical.bm25 import validate_top_k
 from rag_plugin.lexical.correction import QueryCorrection, correct_with
 from rag_plugin.lexical.persistence import JsonFileIndex
@@ -72,14 +72,14 @@ def _validate_max_distance(max_distance: int) -> int:
 
 
 def _text_words(text: str) -> list[str]:
-    """A document's scoring words: lowercased whitespace-separated words of 2 bytes or more."""
-    return [word for word in text.lower().split() if len(word.encode()) >= 2]
+    """A document's scoring words: its :func:`text_words` of 2 bytes or more."""
+    return [word for word in text_words(text) if len(word.encode()) >= 2]
 
 
 def fuzzy_query_words(query: str, analyzer: Analyzer) -> list[str]:
-    """The words a fuzzy search scores: ``query``'s lowercased whitespace words, minus the
-    analyzer's stopwords (none for ``seed``), in order, repetitions kept."""
-    return [word for word in query.lower().split() if word not in analyzer.stopwords]
+    """The words a fuzzy search scores: ``query``'s :func:`text_words`, minus the analyzer's
+    stopwords (none for ``seed``), in order, repetitions kept."""
+    return [word for word in text_words(query) if word not in analyzer.stopwords]
 
 
 def _combine(bests: Iterable[float], word_count: int) -> float:
@@ -94,7 +94,7 @@ def _combine(bests: Iterable[float], word_count: int) -> float:
 
 def fuzzy_score(query: str, text: str, max_distance: int = DEFAULT_MAX_DISTANCE) -> float:
     """The seed's fuzzy score of ``text`` for ``query`` (0 when nothing is close)."""
-    query_words = query.lower().split()
+    query_words = text_words(query)
     words = _text_words(text)
     if not query_words or not words:
         return 0.0

@@ -65,6 +65,43 @@ BODY_CASES: list[tuple[str, str, bytes, int, str]] = [
         "tags",
     ),
     ("POST", "/api/rag/search", b'{"collection": "caf\xe9"}', 400, "not valid UTF-8"),
+    (
+        "POST",
+        "/api/rag/search",
+        json.dumps({"collection": "docs", "query": "word " * 129}).encode(),
+        400,
+        "129 words; the limit is 128 (RAG_MAX_QUERY_WORDS)",
+    ),
+    (
+        "POST",
+        "/api/rag/context",
+        json.dumps({"collections": [{"name": f"c{i}"} for i in range(21)], "query": "q"}).encode(),
+        400,
+        "21 collections; the limit is 20 per request (RAG_MAX_CONTEXT_COLLECTIONS)",
+    ),
+    (
+        "POST",
+        "/api/rag/context",
+        json.dumps(
+            {"collections": [{"name": "a"}, {"name": "b"}, {"name": "a"}], "query": "q"}
+        ).encode(),
+        400,
+        "collections[2] repeats collections[0]",
+    ),
+    (
+        "POST",
+        "/api/rag/ingest/batch",
+        json.dumps({"collection": "docs", "documents": [{"content": GOOD_TEXT}] * 101}).encode(),
+        400,
+        "101 documents; the limit is 100 per batch (RAG_MAX_BATCH_DOCUMENTS)",
+    ),
+    (
+        "POST",
+        "/api/rag/ingest",
+        json.dumps({"collection": "docs", "content": GOOD_TEXT, "source": "𝔵" * 600}).encode(),
+        400,
+        "source: The source is 2400 bytes in UTF-8; the limit is 2000",
+    ),
 ]
 
 
@@ -206,3 +243,16 @@ def test_every_response_carries_its_own_request_id(
         fine = api.get("/api/rag/collections")
     assert len(response.headers["X-Request-ID"]) == 32
     assert fine.headers["X-Request-ID"] != response.headers["X-Request-ID"]
+
+
+@pytest.mark.django_db
+def test_a_batch_over_the_content_limit_is_a_413_naming_it(settings: object) -> None:
+    from portal.api.errors import PayloadTooLarge
+    from portal.api.serializers import IngestBatchInput
+
+    settings.RAG_API = {**settings.RAG_API, "MAX_BATCH_CONTENT_BYTES": 1000}  # type: ignore[attr-defined]
+    body = IngestBatchInput(
+        data={"collection": "docs", "documents": [{"content": "é" * 300}, {"content": "x" * 401}]}
+    )
+    with pytest.raises(PayloadTooLarge, match="1001 bytes of content; the limit is 1000"):
+        body.is_valid(raise_exception=True)

@@ -7,11 +7,13 @@ import pytest
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.lexical.analyzers import (
     ANALYZER_NAMES,
+    MAX_WORD_CHARS,
     EnglishAnalyzer,
     GermanAnalyzer,
     SeedAnalyzer,
     get_analyzer,
     resolve_analyzer,
+    text_words,
     tokenize,
 )
 
@@ -86,3 +88,15 @@ def test_resolve_analyzer_passes_instances_through() -> None:
     analyzer = EnglishAnalyzer()
     assert resolve_analyzer(analyzer) is analyzer
     assert resolve_analyzer("english") is get_analyzer("english")
+
+
+def test_a_word_longer_than_the_limit_is_cut_in_tokens_and_fuzzy_words() -> None:
+    blob = "iVBORw0KGgo" + "A" * 5000  # a base64 image, one token and one word
+    assert tokenize(f"see {blob} here") == ["see", blob.lower()[:MAX_WORD_CHARS], "here"]
+    assert text_words(f"data:image/png;base64,{blob}") == [
+        f"data:image/png;base64,{blob}".lower()[:MAX_WORD_CHARS]
+    ]
+    assert MAX_WORD_CHARS * 4 < 2700  # any cut word fits a PostgreSQL B-tree entry
+    assert get_analyzer("english").tokens(blob) == [
+        get_analyzer("english").tokens(blob[:MAX_WORD_CHARS])[0]
+    ]

@@ -475,6 +475,15 @@ class StoreContract(CorrectionContract, FilterContract):
             )
         assert store.list_collections(owner=ALICE) == []
 
+    def test_a_word_longer_than_an_index_entry_is_stored_and_found(
+        self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
+    ) -> None:
+        blob = "𝔵" * 3000  # 12,000 UTF-8 bytes in one word and one token
+        doc = self.add(store, collection, embedder, [f"image {blob} end", "other text here"])
+        assert ids(store.bm25(collection, blob, 5)) == [f"{doc}_0"]
+        assert ids(store.fuzzy(collection, f"{blob} end", 5)) == [f"{doc}_0"]
+        assert store.get_collection("docs").chunk_count == 2
+
     def test_find_document_by_source(
         self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
     ) -> None:
