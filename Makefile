@@ -30,6 +30,8 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
+# The local demo runs with DEBUG (and Django's built-in local key); nothing else does.
+run: export DJANGO_DEBUG ?= true
 run: $(VENV)/.base-installed
 	$(BIN)/python manage.py migrate_schemas --verbosity 0
 	$(BIN)/python manage.py createcachetable

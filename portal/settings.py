@@ -1,8 +1,11 @@
 """Django settings, all from the environment (SPEC O2).
 
-Every knob has a documented default so that an empty environment gives a working local
-deployment on the embedded PostgreSQL; production sets at least ``DJANGO_SECRET_KEY``,
-``DJANGO_DEBUG=false``, ``DJANGO_ALLOWED_HOSTS`` and ``DATABASE_URL``.
+Every knob has a documented default. The defaults are production's: ``DEBUG`` is off unless
+``DJANGO_DEBUG=true`` (which ``make run`` sets for the local demo), and without DEBUG a
+``DJANGO_SECRET_KEY`` is required. Behind HTTPS, ``DJANGO_HTTPS=true`` turns on secure
+cookies, the HTTPS redirect and HSTS, and ``DJANGO_TRUST_X_FORWARDED_PROTO=true`` tells Django
+that the proxy's ``X-Forwarded-Proto`` says whether a request came in over HTTPS; with them
+``manage.py check --deploy`` passes (README "Production").
 """
 
 from __future__ import annotations
@@ -33,13 +36,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
-# The fallback key only ever serves a local DEBUG deployment; production must set its own.
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
-    "local-development-only-key-do-not-deploy" if DEBUG else ""
-)
-if not SECRET_KEY:
-    raise RuntimeError("Set DJANGO_SECRET_KEY: it is required when DJANGO_DEBUG is false.")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+# The built-in key only ever serves a local DEBUG deployment; anything else sets its own.
+LOCAL_SECRET_KEY = "local-development-only-key-do-not-deploy"  # noqa: S105 (refused below)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (LOCAL_SECRET_KEY if DEBUG else "")
+if not SECRET_KEY or (SECRET_KEY == LOCAL_SECRET_KEY and not DEBUG):
+    raise RuntimeError(
+        "Set DJANGO_SECRET_KEY (a long random string): it is required, and the built-in "
+        "local key refused, unless DJANGO_DEBUG=true (the local demo: make run)."
+    )
+
+# HTTPS deployments (DJANGO_HTTPS=true): cookies only over HTTPS, every plain-HTTP request
+# redirected (but /health, which load balancers probe over HTTP), HSTS for a year.
+HTTPS = env_bool("DJANGO_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000" if HTTPS else "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", HTTPS)
+# Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's).
+if env_bool("DJANGO_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # ``.localhost`` covers every tenant host of the local deployment (acme.localhost, ...).
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", ".localhost", "127.0.0.1"])
@@ -221,8 +238,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
-    "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
-    "SECURITY": [{"bearerAuth": []}],
+    # bearerAuth comes from portal.api.authentication.BearerTokenScheme, per operation.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

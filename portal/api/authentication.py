@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import connection
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
@@ -31,3 +32,14 @@ class BearerTokenAuthentication(BaseAuthentication):
     def authenticate_header(self, request: Request) -> str:
         # Makes DRF answer 401 (with WWW-Authenticate) rather than 403 when no token is sent.
         return self.keyword
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    """How the OpenAPI schema describes :class:`BearerTokenAuthentication`: the ``bearerAuth``
+    scheme, on exactly the operations that use it (not on the login)."""
+
+    target_class = BearerTokenAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer"}

@@ -45,10 +45,9 @@ from rag_plugin.stores.postgres.blocks import (
     read_chunk_words,
     read_word_groups,
 )
-from rag_plugin.stores.postgres.chunk_filter import ChunkFilter
 from rag_plugin.stores.postgres.filters import SqlFilter
 from rag_plugin.stores.postgres.fuzzy_groups import CloseGroup, ScoreState, close_groups
-from rag_plugin.stores.postgres.lexical import top_chunks
+from rag_plugin.stores.postgres.lexical import allowed_chunks, top_chunks
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
 __all__ = ["fuzzy_search"]
@@ -60,13 +59,6 @@ _PROBE_COST = 40
 """About how many postings read from blocks cost as much as looking one chunk's words up in
 the forward index (a row of up to a few hundred words, intersected in Python, against
 ≈ 0.1 µs a decoded posting); only the cost of the settling step depends on it."""
-
-_READ_MATCHING_ABOVE = 16_384
-"""With a filter, postings of all close words above which the filter's matching ids are read
-at once after the first read (the settling step would ask about more chunks than checking
-them one by one pays for); below it, candidates are checked as asked about. Measured at 100k
-chunks with a 10 % filter (RESULTS.md §5): higher thresholds lower the median and raise the
-tail."""
 
 _TIES_SENT = 2000
 """Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by key."""
@@ -94,7 +86,7 @@ def fuzzy_search(
     groups = close_groups(conn, tables, row, words)
     if not groups:
         return []
-    allowed = ChunkFilter(conn, tables, row, filters) if filters else None
+    allowed = allowed_chunks(conn, tables, row, filters) if filters else None
     state = ScoreState(words)
     # The exact matches (a group of one word, similarity 1.0), then the cheapest groups.
     exact = [group for group in groups if group.level == 1.0]
@@ -106,14 +98,10 @@ def fuzzy_search(
             budget -= group.df
     read = [group for group in groups if id(group) in first]
     state.add(_read(conn, tables, row, read))
-    if allowed is not None and sum(group.df for group in groups) > _READ_MATCHING_ABOVE:
-        # Common close words: the later steps ask about more chunks than checking them one
-        # by one would pay for, so the filter's matching ids are read once, now.
-        allowed.read_matching()
     perfect = _perfect(conn, tables, row, state, exact, allowed, n)
     if perfect is not None:
         return perfect
-    floor = _nth(_kept(state, allowed, n)[1], n)
+    floor = _nth(_kept(state, allowed)[1], n)
     # The costliest groups are left out while a chunk holding only left-out words stays
     # below θ; the others are read.
     residual = [0.0] * state.width
@@ -130,7 +118,7 @@ def fuzzy_search(
     state.add(_read(conn, tables, row, [group for group in rest if id(group) not in skipped]))
     if left_out:
         _settle_left_out(conn, tables, row, state, left_out, allowed, floor, n)
-    ids, scores = _kept(state, allowed, n)
+    ids, scores = _kept(state, allowed)
     ids, scores = _break_ties(conn, tables, row, ids, scores, n)
     return top_chunks(conn, tables, ids, scores, n)
 
@@ -145,15 +133,13 @@ def _read(
     return list(zip(groups, found, strict=True))
 
 
-def _kept(state: ScoreState, allowed: ChunkFilter | None, n: int) -> tuple[IntArray, FloatArray]:
-    """The chunks seen so far that can be answers (score > 0) and their scores; with a
-    filter, the matching ones the top ``n`` is chosen from (:meth:`ChunkFilter.top`)."""
+def _kept(state: ScoreState, allowed: IntArray | None) -> tuple[IntArray, FloatArray]:
+    """The chunks seen so far that can be answers (score > 0, allowed) and their scores."""
     scores = state.combine(state.best)
     keep = scores > 0.0
-    ids, scores = state.ids[keep], scores[keep]
     if allowed is not None:
-        ids, scores = allowed.top(ids, scores, n)
-    return ids, scores
+        keep &= np.isin(state.ids, allowed)
+    return state.ids[keep], scores[keep]
 
 
 def _perfect(
@@ -162,7 +148,7 @@ def _perfect(
     row: CollectionRow,
     state: ScoreState,
     exact: list[CloseGroup],
-    allowed: ChunkFilter | None,
+    allowed: IntArray | None,
     n: int,
 ) -> list[ScoredChunk] | None:
     """The top ``n`` when at least ``n`` chunks hold every query word exactly, else None.
@@ -174,9 +160,10 @@ def _perfect(
     """
     if len(exact) < state.width:
         return None
-    ids = state.ids[np.all(state.best == 1.0, axis=0)]
+    holds_all = np.all(state.best == 1.0, axis=0)
     if allowed is not None:
-        ids = ids[allowed.mask(ids)]
+        holds_all &= np.isin(state.ids, allowed)
+    ids = state.ids[holds_all]
     if len(ids) < n:
         return None
     ids, scores = _break_ties(conn, tables, row, ids, np.ones(len(ids)), n)
@@ -189,7 +176,7 @@ def _settle_left_out(
     row: CollectionRow,
     state: ScoreState,
     left_out: list[CloseGroup],
-    allowed: ChunkFilter | None,
+    allowed: IntArray | None,
     floor: float,
     n: int,
 ) -> None:
@@ -198,12 +185,12 @@ def _settle_left_out(
     remaining = sorted(left_out, key=lambda group: -group.level)
     # Chunks not seen by now hold left-out words only and stay below θ (that is how the words
     # were left out), and a chunk whose bound falls below θ stays there: neither is ever an
-    # answer, so the state keeps only the others and reading a tier adds nobody. With a
-    # filter, the chunks it does not match go too, once few enough are left to check.
+    # answer, so the state keeps only the others and reading a tier adds nobody.
+    if allowed is not None:
+        state.keep(np.isin(state.ids, allowed))
     settled = np.zeros(len(state.ids), dtype=bool)  # every left-out word of the chunk known
     while remaining:
-        if allowed is None:
-            floor = max(floor, _nth(state.combine(state.best), n))
+        floor = max(floor, _nth(state.combine(state.best), n))
         residual = np.zeros(state.width)
         for group in remaining:
             for position, similarity in group.similarities:
@@ -211,16 +198,6 @@ def _settle_left_out(
         reachable = state.combine(np.maximum(state.best, residual[:, None])) >= floor
         state.keep(reachable)
         settled = settled[reachable]
-        if allowed is not None:
-            # Checked only now, when the bound has left few chunks to check; every chunk
-            # left then matches, so its n-th score is a floor too.
-            matching = allowed.mask(state.ids)
-            state.keep(matching)
-            settled = settled[matching]
-            floor = max(floor, _nth(state.combine(state.best), n))
-            reachable = state.combine(np.maximum(state.best, residual[:, None])) >= floor
-            state.keep(reachable)
-            settled = settled[reachable]
         unsure = ~settled
         if not unsure.any():
             return

@@ -5,11 +5,9 @@ terms from the term blocks (``blocks.py``: a few array rows per term, decoded by
 numpy scores them exactly as :class:`~rag_plugin.lexical.bm25.Bm25Index` does — the same
 float operations per posting, added term by term in query order with repetitions — so scores
 are equal to the in-memory index's bit for bit. df is each term's number of postings, N and
-Σdl come from the collection row. A metadata filter removes the chunks it does not match
-before ranking: the candidates are checked best first (``chunk_filter.py``), so a filter costs
-a few hundred row checks rather than a read of every matching chunk. Ties with the ``n``-th
-score are broken by chunk id (the chunk key), as in the in-memory store; only the tied chunks'
-keys are read for it.
+Σdl come from the collection row. A metadata filter picks the allowed chunk ids in SQL and
+removes the others before ranking. Ties with the ``n``-th score are broken by chunk id (the
+chunk key), as in the in-memory store; only the tied chunks' keys are read for it.
 
 Reading everything is what makes long queries cheap: a 24-term claim over 100k chunks holds
 ≈ 30k postings (0.5 MB), which take about a millisecond to read and score, where pruning
@@ -29,12 +27,11 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import bm25_idf, bm25_term_scores
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
-from rag_plugin.stores.postgres.blocks import read_term_postings, union_ids
-from rag_plugin.stores.postgres.chunk_filter import ChunkFilter
+from rag_plugin.stores.postgres.blocks import decode_int_array, read_term_postings, union_ids
 from rag_plugin.stores.postgres.filters import SqlFilter
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 
-__all__ = ["bm25_search", "top_chunks"]
+__all__ = ["allowed_chunks", "bm25_search", "top_chunks"]
 
 
 def bm25_search(
@@ -70,10 +67,25 @@ def bm25_search(
         positions, values = contributions[token]
         scores[positions] += values
     keep = scores > 0.0
-    ids, scores = ids[keep], scores[keep]
     if filters:
-        ids, scores = ChunkFilter(conn, tables, row, filters).top(ids, scores, n)
-    return top_chunks(conn, tables, ids, scores, n)
+        keep &= np.isin(ids, allowed_chunks(conn, tables, row, filters))
+    return top_chunks(conn, tables, ids[keep], scores[keep], n)
+
+
+def allowed_chunks(
+    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, filters: SqlFilter
+) -> IntArray:
+    """The ids of the collection's chunks whose metadata matches ``filters``."""
+    found = conn.execute(
+        tables(
+            "SELECT array_send(coalesce(array_agg(c.id), ARRAY[]::bigint[])) FROM {chunks} c"
+            " WHERE c.collection_id = %(coll)s AND {condition}",
+            condition=filters.condition,
+        ),
+        {**filters.params, "coll": row.id},
+        binary=True,
+    ).fetchone()
+    return decode_int_array(found[0], wide=True) if found else np.zeros(0, dtype=np.int64)
 
 
 def top_chunks(

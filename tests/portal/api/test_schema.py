@@ -33,7 +33,16 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
     documents = batch["properties"]["documents"]
     assert (documents["minItems"], documents["maxItems"]) == (1, 100)
     assert documents["items"]["$ref"].endswith("/IngestDocumentInput")
-    assert "bearerAuth" in schema["components"]["securitySchemes"]
+    assert schema["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+    }
+    # The login needs no token; every other operation says it needs one.
+    assert schema["paths"]["/api/auth/login"]["post"].get("security", []) in ([], [{}])
+    for path, operations in schema["paths"].items():
+        if path.startswith("/api/rag/"):
+            for operation in operations.values():
+                assert operation["security"] == [{"bearerAuth": []}], path
 
 
 def test_interactive_docs_are_served(portal_server: PortalServer) -> None:

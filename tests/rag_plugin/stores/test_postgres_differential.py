@@ -14,7 +14,7 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex
 from rag_plugin.stores.base import CollectionInfo, DocumentInput, ScoredChunk
-from rag_plugin.stores.postgres import PostgresStore, chunk_filter
+from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres import blocks as postgres_blocks
 from rag_plugin.stores.postgres import fuzzy as postgres_fuzzy
 from rag_plugin.testing import FakeEmbedder
@@ -129,24 +129,8 @@ def assert_leg_matches(
         got = [(hit.chunk.id, hit.score) for hit in leg(collection, query, n)]
         assert got == reference.search(query, n), (query, n)
     allowed = {cid for cid, (_, group) in corpus.chunks.items() if group == "blue"}
-    expected = reference.search(query, 10, allowed_ids=allowed)
-    for path, settings in FILTER_PATHS.items():
-        with pytest.MonkeyPatch.context() as patch:
-            for (module, name), value in settings.items():
-                patch.setattr(module, name, value)
-            got = [(h.chunk.id, h.score) for h in leg(collection, query, 10, {"group": "blue"})]
-        assert got == expected, (query, path)
-
-
-# How a filter is applied in the lexical legs (chunk_filter.py), each path forced: candidates
-# checked in batches of one growing fourfold, the matching ids read at once before any check,
-# and the fuzzy leg reading them right after its first read.
-FILTER_PATHS: dict[str, dict[tuple[Any, str], object]] = {
-    "default": {},
-    "small-batches": {(chunk_filter, "_FIRST_BATCH"): 1, (chunk_filter, "_PER_RESULT"): 1},
-    "read-matching": {(chunk_filter, "VERIFY_LIMIT"): 0},
-    "fuzzy-reads-matching": {(postgres_fuzzy, "_READ_MATCHING_ABOVE"): 0},
-}
+    got = [(hit.chunk.id, hit.score) for hit in leg(collection, query, 10, {"group": "blue"})]
+    assert got == reference.search(query, 10, allowed_ids=allowed), query
 
 
 def queries(rng: random.Random, vocabulary: list[str], count: int) -> list[str]:
