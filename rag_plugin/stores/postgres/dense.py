@@ -3,11 +3,10 @@
 Which plan runs is decided here, explicitly, rather than left to the planner:
 
 - a collection with fewer than ``exact_below`` chunks, or a filtered query whose filter
-  matches fewer than ``exact_below`` chunks (counted in the same statement that ranks them,
-  which stops reading at ``exact_below``), is ranked exactly: the collection's rows come from
-  the btree on ``collection_id`` (or the GIN index on ``metadata``) and are sorted by
-  ``embedding <op> q``, an expression no HNSW index can serve. Exact, and fast for the many
-  small per-user collections;
+  matches fewer than ``exact_below`` chunks (counted with a bounded query that stops there),
+  is ranked exactly: the collection's rows come from the btree on ``collection_id`` (or the
+  GIN index on ``metadata``) and are sorted by ``embedding <op> q``, an expression no HNSW
+  index can serve. Exact, and fast for the many small per-user collections;
 - otherwise the query uses the partial HNSW index of its (dimension, metric) by ordering on
   the indexed expression ``embedding::vector(d) <op> q::vector(d)`` under the index's
   predicate, with ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8) so the scan keeps
@@ -69,55 +68,37 @@ def dense_search(
     """Top ``n`` chunks of the collection by similarity, and the plan that found them."""
     query = vector_literal(vector)
     indexable = row.info.dimensions <= HNSW_MAX_DIMENSIONS
-    if not indexable or row.chunk_count < exact_below:
+    if (
+        not indexable
+        or row.chunk_count < exact_below
+        or (
+            filters is not None and _matching(conn, tables, row, filters, exact_below) < exact_below
+        )
+    ):
         return _exact(conn, tables, row, query, n, filters), DensePlan.EXACT
-    if filters is not None:
-        hits = _exact_if_few(conn, tables, row, query, n, filters, exact_below)
-        if hits is not None:
-            return hits, DensePlan.EXACT
     hits = _approximate(conn, tables, row, query, n, filters, ef_search=ef_search)
     if len(hits) >= n:
         return hits, DensePlan.HNSW
     return _exact(conn, tables, row, query, n, filters), DensePlan.HNSW_THEN_EXACT
 
 
-def _exact_if_few(
+def _matching(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    query: str,
-    n: int,
     filters: SqlFilter,
     bound: int,
-) -> list[ScoredChunk] | None:
-    """The exact top ``n`` of the chunks matching ``filters`` when fewer than ``bound`` match,
-    else None (the HNSW plan is then cheaper).
-
-    One statement, one pass over the matching rows: they are read (up to ``bound``) with
-    their distances, counted, and ranked only if the count stays under ``bound``. Counting
-    first and ranking after read every row twice, and reading a wide chunk row is most of
-    the cost.
-    """
-    where, params = _where(filters)
-    rows = conn.execute(
+) -> int:
+    """How many chunks match ``filters``, counting no further than ``bound``."""
+    found = conn.execute(
         tables(
-            "WITH m AS MATERIALIZED ("
-            " SELECT c.id, c.chunk_key, c.embedding {op} %(q)s::vector AS distance"
-            " FROM {chunks} c WHERE c.collection_id = %(coll)s{where} LIMIT %(bound)s),"
-            " matched AS MATERIALIZED (SELECT count(*) AS k FROM m),"
-            " top AS (SELECT m.id, m.chunk_key, m.distance FROM m, matched"
-            "  WHERE matched.k < %(bound)s ORDER BY m.distance, m.chunk_key LIMIT %(n)s)"
-            " SELECT {chunk_columns}, t.distance, matched.k FROM matched"
-            " LEFT JOIN (top t JOIN {chunks} c ON c.id = t.id) ON true"
-            " ORDER BY t.distance, t.chunk_key",
-            op=sql.SQL(OPERATORS[row.info.metric]),
-            where=where,
+            "SELECT count(*) FROM (SELECT 1 FROM {chunks} c WHERE c.collection_id = %(coll)s"
+            " AND {condition} LIMIT %(bound)s) AS matching",
+            condition=filters.condition,
         ),
-        {**params, "q": query, "coll": row.id, "n": n, "bound": bound},
-    ).fetchall()
-    if int(rows[0][-1]) >= bound:
-        return None
-    return _scored(row, [r[:-1] for r in rows if r[0] is not None])
+        {**filters.params, "coll": row.id, "bound": bound},
+    ).fetchone()
+    return int(found[0]) if found else 0
 
 
 def _where(filters: SqlFilter | None) -> tuple[sql.Composable, dict[str, Any]]:
