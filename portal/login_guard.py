@@ -9,6 +9,11 @@ Two limits, both kept in the database cache so every app process shares them:
   (default 10) within ``RAG_LOGIN_ACCOUNT_WINDOW_S`` seconds (default 900); a success clears
   them. This is what stops an attacker who spreads guesses over many addresses.
 
+Known limits: the counters are read and written without a lock (as DRF's throttles are), so a
+burst of concurrent guesses can count fewer failures than it made; and anyone who knows a
+user name can lock that account for the window (the price of stopping distributed guessing;
+README "Security").
+
 The client address is the connection's, unless ``RAG_TRUSTED_PROXIES`` says how many proxies
 in front of the app append to ``X-Forwarded-For`` (DRF's ``NUM_PROXIES`` rule): with the
 default 0 a client-set ``X-Forwarded-For`` changes nothing.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+import unicodedata
 from collections.abc import Callable
 
 from django.conf import settings
@@ -40,8 +46,11 @@ class FailedLogins:
 
     def __init__(self, username: str) -> None:
         tenant = getattr(connection, "schema_name", "")
+        # The name as Django's login form and user model normalise it (NFKC, no surrounding
+        # space), casefolded: every spelling that reaches one account counts against it.
         # Hashed: any text a client sends as a user name makes a short, safe cache key.
-        account = hashlib.sha256(username.casefold().encode("utf-8", "replace")).hexdigest()
+        name = unicodedata.normalize("NFKC", username.strip()).casefold()
+        account = hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()
         self.key = f"login-failures:{tenant}:{account}"
         self.limit = int(settings.RAG_API["LOGIN_ACCOUNT_FAILURES"])
         self.window = int(settings.RAG_API["LOGIN_ACCOUNT_WINDOW_S"])

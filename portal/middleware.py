@@ -41,9 +41,9 @@ class BodySizeLimitMiddleware:
 class RequestIdMiddleware:
     """Give every request an id: ``request.request_id``, sent back as ``X-Request-ID``.
 
-    Error responses carry it and the server's log lines for the error name it, so a client's
-    report leads to the log line. Made here, never taken from the client: a client-chosen id
-    could be made to collide with someone else's.
+    A server error's body carries it too, and the server's log line for the error names it,
+    so a client's report leads to the log line. Made here, never taken from the client: a
+    client-chosen id could be made to collide with someone else's.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

@@ -19,7 +19,8 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
   always embeds the original query: embeddings tolerate typos, and the corrected query is
   lowercased words without punctuation, which would lose casing and punctuation the model
   can use. With the semantic strategy no correction is made. ``corrected_query`` is set
-  only when at least one word changed; otherwise the legs run on the uncorrected query.
+  only when at least one word changed (it is the corrected *lexical* query, so with
+  ``lexical_query`` the corrected expansion); otherwise the legs run on the uncorrected one.
 - **Order**: scores descending; equal scores go by chunk id (hybrid: by the best rank in any
   leg first, as :meth:`RrfFusion.fuse` orders them). ``top_k=0`` returns no hits without
   touching the store; a negative ``top_k`` or an empty query raises ``InvalidInputError``.

@@ -16,6 +16,7 @@ import logging
 import uuid
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
@@ -145,6 +146,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         exc = PayloadTooLarge()
     if isinstance(exc, Http404):
         exc = drf.NotFound(str(exc) or "Not found.")
+    if isinstance(exc, DjangoPermissionDenied):
+        exc = drf.PermissionDenied(str(exc) or None)
     if isinstance(exc, rag.RagError):
         for cls, status_code, code in RAG_ERRORS:
             if isinstance(exc, cls):

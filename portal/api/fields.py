@@ -22,6 +22,7 @@ from rag_plugin.filters import (
     FilterOperator,
     filters_from_json,
 )
+from rag_plugin.lexical.analyzers import tokenize
 from rag_plugin.rerank import RerankMode, parse_rerank_mode
 
 
@@ -114,7 +115,9 @@ class QueryField(StrictCharField):
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
-        words = len(value.split())
+        # Whitespace words, or the seed tokens the lexical legs look up ("aa.ab.ac" is one
+        # word but three terms), whichever is more.
+        words = max(len(value.split()), len(tokenize(value)))
         if words > self.max_words:
             raise serializers.ValidationError(
                 f"The query has {words} words; the limit is {self.max_words} (RAG_MAX_QUERY_WORDS)."

@@ -1,7 +1,7 @@
 """Writes on a tenant's RAG data: ingest and deletes (HackSoft-style services).
 
-Each write is one store transaction, so a failure leaves nothing half-written; the one extra
-step, creating a collection on first ingest, is undone if that first ingest fails.
+Each write is one store transaction, so a failure leaves nothing half-written; a collection
+made by the first ingest into it is created inside that ingest's transaction.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ One departure from the seed: a token, or a fuzzy word (:func:`text_words`), long
 word is a key of the PostgreSQL store's vocabulary and postings indexes, whose B-tree entries
 hold at most ≈ 2,700 bytes, and real documents hold such "words": a base64 image, a minified
 script, a long URL. Cut, they still count in a chunk's length and still match the same word
-in a query; nothing a person searches for is that long.
+in a query; nothing a person searches for is that long. (A word of 257 to ≈ 2,700 bytes
+indexed before this rule by the PostgreSQL store stays whole until its document is written
+again, and a query no longer matches it.)
 """
 
 from __future__ import annotations

@@ -166,10 +166,11 @@ class MemoryStore(Store):
             key = (collection.owner, collection.name)
             target = self._collections.get(key)
             new = target is None and create
+            planned = _new_collection(collection) if create else None  # validated either way
             if target is None:
-                if not create:
+                if planned is None:
                     raise CollectionNotFoundError(collection.name)
-                target = _new_collection(collection)
+                target = planned
             elif create:
                 check_same_model(target.info, collection)
             check_distinct_sources(documents)

@@ -127,3 +127,11 @@ def test_admin_logins_are_throttled_per_address(monkeypatch: pytest.MonkeyPatch,
         for i in range(3)
     ]
     assert statuses == [200, 200, 429]
+
+
+@pytest.mark.usefixtures("limits")
+def test_every_spelling_of_an_account_counts_against_it() -> None:
+    spellings = [" dora", "dora  ", "ｄora"]  # the admin form strips and NFKC-normalises
+    failed = [admin_login(ACME, name, "wrong").status_code for name in spellings]
+    assert failed == [200, 200, 200]
+    assert admin_login(ACME, "dora", RIGHT).status_code == 429

@@ -25,6 +25,7 @@ chunks in SQL and rank only those).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from rag_plugin.exceptions import (
     CollectionNotFoundError,
     DocumentNotFoundError,
     InvalidInputError,
+    StoreError,
 )
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.base import (
@@ -68,6 +70,8 @@ from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
 from rag_plugin.vectors import DistanceMetric, validate_embedding
 
 __all__ = ["PostgresStore"]
+
+logger = logging.getLogger(__name__)
 
 
 LexicalSearch = Callable[
@@ -283,7 +287,12 @@ class PostgresStore(Store):
                 [(stored.get(p.document.source), p) for p in prepared],
             )
         if new:
-            self._ensure_vector_index(row.info)
+            try:
+                self._ensure_vector_index(row.info)
+            except StoreError:
+                # The documents are stored and exactly searchable; the next collection of
+                # this dimension and metric, or ensure_vector_index, builds the index.
+                logger.warning("Could not build the vector index after a write", exc_info=True)
         return records
 
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:

@@ -67,3 +67,14 @@ def test_a_client_error_keeps_its_message() -> None:
     throttled = api_exception_handler(drf.Throttled(wait=3), CONTEXT)
     assert throttled is not None
     assert throttled.status_code == 429
+
+
+def test_djangos_permission_denied_is_a_403() -> None:
+    from django.core.exceptions import PermissionDenied
+
+    response = api_exception_handler(PermissionDenied("Not yours."), CONTEXT)
+    assert response is not None
+    assert (response.status_code, response.data) == (
+        403,
+        {"error": "Not yours.", "code": "FORBIDDEN"},
+    )

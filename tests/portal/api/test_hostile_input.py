@@ -74,6 +74,13 @@ BODY_CASES: list[tuple[str, str, bytes, int, str]] = [
     ),
     (
         "POST",
+        "/api/rag/search",
+        json.dumps({"collection": "docs", "query": ".".join(["ab"] * 200)}).encode(),
+        400,
+        "200 words; the limit is 128 (RAG_MAX_QUERY_WORDS)",  # one word, 200 terms
+    ),
+    (
+        "POST",
         "/api/rag/context",
         json.dumps({"collections": [{"name": f"c{i}"} for i in range(21)], "query": "q"}).encode(),
         400,

@@ -465,15 +465,26 @@ class StoreContract(CorrectionContract, FilterContract):
             ({"analyzer": "klingon"}, "klingon"),
         ],
     )
+    @pytest.mark.parametrize("exists", [False, True], ids=["missing", "existing"])
     def test_upsert_with_create_validates_the_new_collection(
-        self, store: Store, embedder: FakeEmbedder, settings: dict[str, Any], message: str
+        self,
+        store: Store,
+        embedder: FakeEmbedder,
+        settings: dict[str, Any],
+        message: str,
+        exists: bool,
     ) -> None:
+        if exists and "name" not in settings:
+            store.create_collection(
+                "fresh", owner=ALICE, dimensions=16, embedding_model=embedder.model_name
+            )
+        before = store.list_collections(owner=ALICE)
         _, chunks = chunk_inputs(["some text"], embedder.embed(["some text"]))
         with pytest.raises(InvalidInputError, match=message):
             store.upsert_document(
                 self.planned(embedder, **settings), DocumentInput(), chunks, create=True
             )
-        assert store.list_collections(owner=ALICE) == []
+        assert store.list_collections(owner=ALICE) == before
 
     def test_a_word_longer_than_an_index_entry_is_stored_and_found(
         self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder

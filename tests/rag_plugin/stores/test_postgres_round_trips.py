@@ -16,7 +16,7 @@ from rag_plugin.chunking import ChunkerConfig, TextChunker
 from rag_plugin.exceptions import CollectionNotFoundError, StoreError
 from rag_plugin.ingest import StoredSource, ingest_text
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentInput, DocumentRecord
-from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
+from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore, writes
 from rag_plugin.stores.postgres.connection import Database
 from rag_plugin.testing import FakeEmbedder
 
@@ -318,3 +318,20 @@ def test_a_lenders_transaction_keeps_its_durability(dsn: str, pg_schema: str) ->
         conn.execute("SELECT 1")  # the lender's transaction is open
         assert Database(conn, pg_schema).run(*SYNCHRONOUS_COMMIT, durable=False) == [[("on",)]]
         assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+
+
+def test_a_write_with_create_that_fails_inside_its_transaction_leaves_no_collection(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise StoreError("the disk is full")
+
+    # The insert and the lock have run by now: only the rollback can take the collection.
+    monkeypatch.setattr(writes, "write_documents", broken)
+    _, chunks = chunk_inputs(TEXTS, EMBEDDER.embed(TEXTS))
+    with pytest.raises(StoreError, match="the disk is full"):
+        store.upsert_document(
+            CollectionInfo("made", "u", 4, "fake-4"), DocumentInput(), chunks, create=True
+        )
+    with pytest.raises(CollectionNotFoundError):
+        store.get_collection("made", owner="u")
