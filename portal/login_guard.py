@@ -9,10 +9,10 @@ Two limits, both kept in the database cache so every app process shares them:
   (default 10) within ``RAG_LOGIN_ACCOUNT_WINDOW_S`` seconds (default 900); a success clears
   them. This is what stops an attacker who spreads guesses over many addresses.
 
-Known limits: the counters are read and written without a lock (as DRF's throttles are), so a
-burst of concurrent guesses can count fewer failures than it made; and anyone who knows a
-user name can lock that account for the window (the price of stopping distributed guessing;
-README "Security").
+Every attempt on an account is counted before its password is checked, under a lock, and a
+success clears the count, so concurrent guesses cannot slip past the limit. Anyone who knows
+a user name can lock that account for the window: the price of stopping distributed guessing
+(README "Security"). The per-address throttle is DRF's, which counts without a lock.
 
 The client address is the connection's, unless ``RAG_TRUSTED_PROXIES`` says how many proxies
 in front of the app append to ``X-Forwarded-For`` (DRF's ``NUM_PROXIES`` rule): with the
@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
@@ -59,18 +59,23 @@ class FailedLogins:
         stored = cache.get(self.key) or []
         return [t for t in stored if now - t < self.window]
 
-    def wait(self) -> int | None:
-        """Seconds until this account may try again, or None if it may now."""
-        now = time.time()
-        recent = self._recent(now)
-        if len(recent) < self.limit:
-            return None
-        return max(1, math.ceil(self.window - (now - recent[-self.limit])))
+    def attempt(self) -> int | None:
+        """Count this attempt as a failure before the password is checked, unless the account
+        is over its limit: then return the seconds until it may try again (nothing counted).
 
-    def failed(self) -> None:
-        """Count one more failure."""
-        now = time.time()
-        cache.set(self.key, [*self._recent(now), now][-self.limit :], self.window)
+        Check and count are one step for every app process: a transaction-scoped advisory
+        lock on the account's key serialises them, so concurrent guesses cannot all pass the
+        check before any of them is counted. A success then clears the count
+        (:meth:`succeeded`)."""
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [self.key])
+            now = time.time()
+            recent = self._recent(now)
+            if len(recent) >= self.limit:
+                return max(1, math.ceil(self.window - (now - recent[-self.limit])))
+            cache.set(self.key, [*recent, now][-self.limit :], self.window)
+            return None
 
     def succeeded(self) -> None:
         """Forget the failures: the account's owner got in."""
@@ -92,8 +97,8 @@ class AdminLoginGuardMiddleware:
     """Both limits on the admin sites' login forms.
 
     A POST to an admin login view is refused with 429 while its address or account is over
-    its limit; otherwise the view runs, and its answer tells what happened: a redirect is a
-    success (failures cleared), the form shown again is a failure (counted).
+    its limit; otherwise it is counted against the account and the view runs: a redirect is
+    a success, which clears the count; anything else leaves it counted.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -106,14 +111,12 @@ class AdminLoginGuardMiddleware:
         if not throttle.allow_request(request, None):  # type: ignore[arg-type]
             return too_many(throttle.wait())
         failures = FailedLogins(str(request.POST.get("username", "")))
-        wait = failures.wait()
+        wait = failures.attempt()
         if wait is not None:
             return too_many(wait)
         response = self.get_response(request)
         if response.status_code == 302:
             failures.succeeded()
-        elif response.status_code == 200:
-            failures.failed()
         return response
 
 

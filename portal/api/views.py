@@ -116,7 +116,7 @@ class LoginView(APIView):
         # Failures count per account (the name as given), so guesses spread over many
         # addresses still stop; the per-address throttle above counts every attempt.
         failures = FailedLogins(str(username or body.validated_data.get("email", "")))
-        wait = failures.wait()
+        wait = failures.attempt()  # counted as a failure until the password proves otherwise
         if wait is not None:
             raise Throttled(wait, "Too many failed logins for this account.")
         user = (
@@ -125,7 +125,6 @@ class LoginView(APIView):
             else None
         )
         if user is None:
-            failures.failed()
             raise AuthenticationFailed("Invalid username or password.")
         failures.succeeded()
         token = issue_token(user=user, schema_name=connection.schema_name)  # type: ignore[attr-defined]

@@ -135,3 +135,29 @@ def test_every_spelling_of_an_account_counts_against_it() -> None:
     failed = [admin_login(ACME, name, "wrong").status_code for name in spellings]
     assert failed == [200, 200, 200]
     assert admin_login(ACME, "dora", RIGHT).status_code == 429
+
+
+@pytest.mark.usefixtures("limits")
+def test_concurrent_attempts_cannot_slip_past_the_account_limit() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from django.db import connection
+
+    from portal.login_guard import FailedLogins
+
+    cache.clear()
+    start = Barrier(12)
+
+    def guess(_: int) -> int | None:
+        try:
+            start.wait()  # all twelve at once, each on its own database connection
+            return FailedLogins("zed").attempt()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(12) as pool:
+        results = list(pool.map(guess, range(12)))
+    assert sum(result is None for result in results) == 3  # the limit of the fixture
+    assert all(isinstance(result, int) and result > 0 for result in results if result is not None)
+    cache.clear()
