@@ -92,6 +92,22 @@ def test_token_is_bound_to_the_tenant_and_the_password(demo_tenants: object) -> 
 
 
 @pytest.mark.django_db
+def test_a_deactivated_users_tokens_stop_working(demo_tenants: object) -> None:
+    from tenants.services import user_ensure
+
+    user_ensure(schema_name="acme", username="leaver", password="first-pass-123")
+    with schema_context("acme"):
+        from django.contrib.auth import get_user_model
+
+        user = get_user_model().objects.get(username="leaver")
+        token = issue_token(user=user, schema_name="acme").access_token
+        assert user_for_token(token=token, schema_name="acme") == user
+        user.is_active = False
+        user.save()
+        assert user_for_token(token=token, schema_name="acme") is None
+
+
+@pytest.mark.django_db
 def test_login_attempts_are_throttled_per_tenant_and_address(
     demo_tenants: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
