@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from portal.api.errors import PayloadTooLarge
@@ -33,6 +34,8 @@ from rag_plugin.stores.base import (
 )
 
 MAX_QUERY_CHARS = 10_000
+COLLECTION_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""What ``validate_collection_name`` accepts, as the schema's pattern."""
 MAX_TAGS = 50
 MAX_SOURCE_BYTES = 2000
 """A source's UTF-8 bytes: it is a unique-index key, and PostgreSQL's B-tree entries hold at
@@ -53,9 +56,15 @@ def _collection_name(value: str) -> None:
 
 
 class CollectionField(StrictCharField):
+    """A collection name; the schema shows its rule as a pattern (the server's check and its
+    message are ``validate_collection_name``'s)."""
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
-            max_length=MAX_COLLECTION_NAME_LENGTH, validators=[_collection_name], **kwargs
+            min_length=1,
+            max_length=MAX_COLLECTION_NAME_LENGTH,
+            validators=[_collection_name, RegexValidator(COLLECTION_NAME_PATTERN)],
+            **kwargs,
         )
 
 

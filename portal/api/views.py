@@ -226,7 +226,9 @@ class CollectionListView(APIView):
 
     permission_classes = (IsAuthenticated,)
 
-    @extend_schema(parameters=[SHARED_PARAM], responses={200: s.CollectionOutput(many=True)})
+    @extend_schema(
+        parameters=[SHARED_PARAM], responses={200: s.CollectionOutput(many=True), **ERRORS}
+    )
     def get(self, request: Request) -> Response:
         shared = _shared(request)
         collections = selectors.collection_list(user=_caller(request), shared=shared)
@@ -270,11 +272,7 @@ class DocumentListView(APIView):
     permission_classes = (IsAuthenticated,)
 
     @extend_schema(
-        parameters=[
-            SHARED_PARAM,
-            OpenApiParameter("limit", int, description="1-1000, default 100."),
-            OpenApiParameter("offset", int, description="Default 0."),
-        ],
+        parameters=[s.PageInput],  # shared, limit (1-1000) and offset, with their bounds
         responses={200: s.DocumentListOutput, **ERRORS},
     )
     def get(self, request: Request, collection: str) -> Response:

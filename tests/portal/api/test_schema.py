@@ -37,6 +37,14 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
         "type": "http",
         "scheme": "bearer",
     }
+    # What the server enforces, the schema says (schemathesis found these missing).
+    collection = schema["components"]["schemas"]["SearchInput"]["properties"]["collection"]
+    assert (collection["minLength"], collection["maxLength"]) == (1, 63)
+    assert collection["pattern"] == "^[A-Za-z_][A-Za-z0-9_]*$"
+    listing = schema["paths"]["/api/rag/collections/{collection}/documents"]["get"]
+    limit = next(p for p in listing["parameters"] if p["name"] == "limit")["schema"]
+    assert (limit["minimum"], limit["maximum"]) == (1, 1000)
+    assert {"400", "401"} <= set(schema["paths"]["/api/rag/collections"]["get"]["responses"])
     # The login needs no token; every other operation says it needs one.
     assert schema["paths"]["/api/auth/login"]["post"].get("security", []) in ([], [{}])
     for path, operations in schema["paths"].items():
