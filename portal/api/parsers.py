@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
+from django.utils.http import parse_header_parameters
 from rest_framework import exceptions
 from rest_framework.parsers import BaseParser
 
@@ -121,14 +122,6 @@ def check_json_tree(data: Any, max_depth: int) -> None:
             stack.extend((item, depth + 1, (where, i)) for i, item in enumerate(value))
 
 
-def _charset(media_type: str | None) -> str:
-    for parameter in (media_type or "").split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip('"').lower()
-    return "utf-8"
-
-
 class StrictJSONParser(BaseParser):
     """``application/json`` bodies under the rules of this module."""
 
@@ -140,7 +133,7 @@ class StrictJSONParser(BaseParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        charset = _charset(media_type)
+        charset = parse_header_parameters(media_type or "")[1].get("charset", "utf-8").lower()
         try:
             is_utf8 = codecs.lookup(charset).name == "utf-8"
         except LookupError:
