@@ -294,14 +294,11 @@ def get_or_create_collection(
     try:
         collection = store.get_collection(name, owner=owner)
     except CollectionNotFoundError:
-        planned = planned_collection(
-            name, embedder=embedder, owner=owner, metric=metric, analyzer=analyzer
-        )
         try:
             return store.create_collection(
                 name,
-                dimensions=planned.dimensions,
-                embedding_model=planned.embedding_model,
+                dimensions=embedder.dimensions,
+                embedding_model=embedder.model_name,
                 owner=owner,
                 metric=metric,
                 analyzer=analyzer,

@@ -16,12 +16,13 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.filters import Filters
+from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.correction import Correction, QueryCorrection
 from rag_plugin.vectors import DistanceMetric
 
@@ -39,6 +40,7 @@ __all__ = [
     "Store",
     "check_distinct_sources",
     "check_same_model",
+    "settled_collection",
     "validate_collection_name",
 ]
 
@@ -111,6 +113,26 @@ class CollectionInfo:
     def key(self) -> CollectionKey:
         """The collection's name and owner."""
         return CollectionKey(self.name, self.owner)
+
+
+def settled_collection(collection: CollectionInfo) -> CollectionInfo:
+    """``collection``'s settings checked for a new collection, its metric parsed and its
+    counts zeroed: a bad name, dimension, model or analyzer raises ``InvalidInputError``
+    before any store changes anything."""
+    validate_collection_name(collection.name)
+    dimensions = collection.dimensions
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+        raise InvalidInputError(f"dimensions must be a positive integer, got {dimensions!r}.")
+    if not collection.embedding_model:
+        raise InvalidInputError("embedding_model must name the model the vectors come from.")
+    get_analyzer(collection.analyzer)
+    metric = collection.metric
+    return replace(
+        collection,
+        metric=DistanceMetric.parse(metric) if isinstance(metric, str) else metric,
+        document_count=0,
+        chunk_count=0,
+    )
 
 
 def check_same_model(stored: CollectionInfo, wanted: CollectionInfo) -> None:

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from rag_plugin.stores.base import (
     Store,
     check_distinct_sources,
     check_same_model,
+    settled_collection,
     validate_collection_name,
 )
 from rag_plugin.stores.memory_collection import MemoryCollection, Vector, to_vector
@@ -164,20 +165,19 @@ class MemoryStore(Store):
         with self._lock:
             validate_collection_name(collection.name)
             key = (collection.owner, collection.name)
-            target = self._collections.get(key)
-            new = target is None and create
             planned = _new_collection(collection) if create else None  # validated either way
+            target = self._collections.get(key)
             if target is None:
                 if planned is None:
                     raise CollectionNotFoundError(collection.name)
                 target = planned
-            elif create:
+            elif planned is not None:
                 check_same_model(target.info, collection)
             check_distinct_sources(documents)
             checked = [_Checked.of(target, document, chunks) for document, chunks in documents]
             created_at = datetime.now(UTC)
             records = [self._put(target, created_at, item) for item in checked]
-            if new:
+            if target is planned:
                 self._collections[key] = target
             self._changed()
             return records
@@ -374,16 +374,8 @@ class MemoryStore(Store):
 
 
 def _new_collection(info: CollectionInfo) -> MemoryCollection:
-    """An empty collection of ``info``'s settings (without counts), validated."""
-    validate_collection_name(info.name)
-    dimensions = info.dimensions
-    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
-        raise InvalidInputError(f"dimensions must be a positive integer, got {dimensions!r}.")
-    if not info.embedding_model:
-        raise InvalidInputError("embedding_model must name the model the vectors come from.")
-    metric = DistanceMetric.parse(info.metric) if isinstance(info.metric, str) else info.metric
-    settled = replace(info, metric=metric, document_count=0, chunk_count=0)
-    return MemoryCollection.empty(settled)  # an unknown analyzer fails before storing
+    """An empty collection of ``info``'s settings, validated (:func:`settled_collection`)."""
+    return MemoryCollection.empty(settled_collection(info))
 
 
 def _json_copy(value: Any, what: str) -> dict[str, Any]:

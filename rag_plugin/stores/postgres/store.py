@@ -24,7 +24,6 @@ chunks in SQL and rank only those).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -39,7 +38,6 @@ from rag_plugin.exceptions import (
     InvalidInputError,
     StoreError,
 )
-from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.base import (
     ChunkInput,
     ChunkRecord,
@@ -53,6 +51,7 @@ from rag_plugin.stores.base import (
     Store,
     check_distinct_sources,
     check_same_model,
+    settled_collection,
     validate_collection_name,
 )
 from rag_plugin.stores.postgres import correction, lexical, writes
@@ -209,7 +208,7 @@ class PostgresStore(Store):
         analyzer: str = "seed",
     ) -> CollectionInfo:
         """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
-        wanted = _settled(
+        wanted = settled_collection(
             CollectionInfo(name, owner, dimensions, embedding_model, metric, analyzer)
         )
         with self._db.transaction() as conn:
@@ -264,7 +263,7 @@ class PostgresStore(Store):
         """
         validate_collection_name(collection.name)
         if create:
-            collection = _settled(collection)
+            collection = settled_collection(collection)
         check_distinct_sources(documents)
         prepared = [writes.prepare_document(collection, d, chunks) for d, chunks in documents]
         sources = [document.source for document, _ in documents]
@@ -458,20 +457,3 @@ class PostgresStore(Store):
                 m=self.hnsw_m,
                 ef_construction=self.hnsw_ef_construction,
             )
-
-
-def _settled(collection: CollectionInfo) -> CollectionInfo:
-    """``collection``'s settings validated for a new collection (the metric parsed); an
-    unknown analyzer or a bad name fails here, before anything is stored."""
-    validate_collection_name(collection.name)
-    _positive("dimensions", collection.dimensions)
-    if not collection.embedding_model:
-        raise InvalidInputError("embedding_model must name the model the vectors come from")
-    get_analyzer(collection.analyzer)
-    metric = collection.metric
-    return dataclasses.replace(
-        collection,
-        metric=DistanceMetric.parse(metric) if isinstance(metric, str) else metric,
-        document_count=0,
-        chunk_count=0,
-    )
