@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.test import Client
@@ -74,35 +77,31 @@ def test_the_public_host_has_no_api(portal_server: PortalServer) -> None:
     assert response.status_code == 404
 
 
+def end_by_password(user: Any) -> None:
+    user.set_password("second-pass-456")
+
+
+def end_by_deactivation(user: Any) -> None:
+    user.is_active = False  # issue 16 asks to keep a test of this one
+
+
 @pytest.mark.django_db
-def test_token_is_bound_to_the_tenant_and_the_password(demo_tenants: object) -> None:
+@pytest.mark.parametrize("end", [end_by_password, end_by_deactivation])
+def test_a_token_is_bound_to_the_tenant_and_ends_with_the_password_or_the_account(
+    demo_tenants: object, end: Callable[[Any], None]
+) -> None:
     from tenants.services import user_ensure
 
-    user_ensure(schema_name="acme", username="tokens", password="first-pass-123")
+    username = f"tokens_{end.__name__}"
+    user_ensure(schema_name="acme", username=username, password="first-pass-123")
     with schema_context("acme"):
         from django.contrib.auth import get_user_model
 
-        user = get_user_model().objects.get(username="tokens")
+        user = get_user_model().objects.get(username=username)
         token = issue_token(user=user, schema_name="acme").access_token
         assert user_for_token(token=token, schema_name="acme") == user
         assert user_for_token(token=token, schema_name="globex") is None
-        user.set_password("second-pass-456")
-        user.save()
-        assert user_for_token(token=token, schema_name="acme") is None
-
-
-@pytest.mark.django_db
-def test_a_deactivated_users_tokens_stop_working(demo_tenants: object) -> None:
-    from tenants.services import user_ensure
-
-    user_ensure(schema_name="acme", username="leaver", password="first-pass-123")
-    with schema_context("acme"):
-        from django.contrib.auth import get_user_model
-
-        user = get_user_model().objects.get(username="leaver")
-        token = issue_token(user=user, schema_name="acme").access_token
-        assert user_for_token(token=token, schema_name="acme") == user
-        user.is_active = False
+        end(user)
         user.save()
         assert user_for_token(token=token, schema_name="acme") is None
 
