@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django_tenants.admin import TenantAdminMixin
 
@@ -23,6 +24,7 @@ from tenants.models import (
     Synonym,
     Tenant,
 )
+from tenants.services import api_tokens_revoke
 
 
 class PlatformAdminSite(admin.AdminSite):
@@ -56,6 +58,29 @@ class DomainAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 # The platform's own operators are users of the public schema.
 platform_admin_site.register(User, UserAdmin)
 platform_admin_site.register(Group, GroupAdmin)
+
+
+class TenantUserAdmin(UserAdmin):  # type: ignore[type-arg]
+    """A tenant's users, with an action that ends all API tokens of the selected users."""
+
+    actions = ("revoke_api_tokens",)
+
+    @admin.action(description="Revoke API tokens of the selected users")
+    def revoke_api_tokens(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        actor = request.user.get_username() if request.user.is_authenticated else ""
+        users = list(queryset)
+        for user in users:
+            api_tokens_revoke(user=user, actor=actor)
+            self.log_change(request, user, "Revoked all API tokens.")
+        names = ", ".join(user.get_username() for user in users)
+        self.message_user(
+            request, f"Revoked the API tokens of {len(users)} user(s): {names}.", messages.SUCCESS
+        )
+
+
+# Each tenant's users, on the tenant's own admin (replaces Django's default registration).
+admin.site.unregister(User)
+admin.site.register(User, TenantUserAdmin)
 
 admin.site.site_header = "RAG portal: tenant administration"
 admin.site.site_title = "RAG tenant admin"

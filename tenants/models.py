@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
@@ -186,3 +187,28 @@ class Synonym(models.Model):
 
     def synonym_list(self) -> list[str]:
         return [word.strip().lower() for word in self.synonyms.split(",") if word.strip()]
+
+
+class ApiTokenGeneration(models.Model):
+    """How many times a tenant admin revoked one user's API tokens (SPEC A5).
+
+    A bearer token carries the generation it was issued in (``portal.api.tokens``); revoking
+    adds one, so every token issued before stops working while the account and its password
+    stay as they are. A user without a row is at generation 0.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="api_token_generation",
+    )
+    generation = models.PositiveIntegerField(default=0)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        verbose_name = "API token generation"
+
+    def __str__(self) -> str:
+        return f"{self.user} (generation {self.generation})"

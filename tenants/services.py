@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AbstractUser
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 from django_tenants.utils import get_public_schema_name, schema_context
 
 from tenants.models import Domain, Tenant
@@ -85,3 +88,19 @@ def rag_source_set(
         source.save()
     state = "enabled" if enabled else "disabled"
     return Outcome(f"source {name} {state} in {schema_name}", created)
+
+
+def api_tokens_revoke(*, user: AbstractBaseUser, actor: str = "") -> int:
+    """End every API token issued to ``user`` so far; return the user's new token generation.
+
+    Runs in the current schema (the admin's tenant). The account and its password are left as
+    they are: the user can log in again and get a new token.
+    """
+    from tenants.models import ApiTokenGeneration
+
+    with transaction.atomic():
+        ApiTokenGeneration.objects.get_or_create(user_id=user.pk)
+        ApiTokenGeneration.objects.filter(user_id=user.pk).update(
+            generation=F("generation") + 1, revoked_at=timezone.now(), revoked_by=actor
+        )
+        return ApiTokenGeneration.objects.get(user_id=user.pk).generation

@@ -85,9 +85,15 @@ def end_by_deactivation(user: Any) -> None:
     user.is_active = False  # issue 16 asks to keep a test of this one
 
 
+def end_by_revocation(user: Any) -> None:
+    from tenants.services import api_tokens_revoke
+
+    assert api_tokens_revoke(user=user, actor="admin") == 1
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("end", [end_by_password, end_by_deactivation])
-def test_a_token_is_bound_to_the_tenant_and_ends_with_the_password_or_the_account(
+@pytest.mark.parametrize("end", [end_by_password, end_by_deactivation, end_by_revocation])
+def test_a_token_is_bound_to_the_tenant_and_ends_with_the_password_the_account_or_a_revocation(
     demo_tenants: object, end: Callable[[Any], None]
 ) -> None:
     from tenants.services import user_ensure
@@ -104,6 +110,27 @@ def test_a_token_is_bound_to_the_tenant_and_ends_with_the_password_or_the_accoun
         end(user)
         user.save()
         assert user_for_token(token=token, schema_name="acme") is None
+
+
+@pytest.mark.django_db
+def test_a_revocation_ends_only_that_users_earlier_tokens(demo_tenants: object) -> None:
+    from django.contrib.auth import get_user_model
+
+    from tenants.services import api_tokens_revoke, user_ensure
+
+    for username in ("revoked_one", "revoked_other"):
+        user_ensure(schema_name="acme", username=username, password="first-pass-123")
+    with schema_context("acme"):
+        users = get_user_model().objects
+        one, other = users.get(username="revoked_one"), users.get(username="revoked_other")
+        before = issue_token(user=one, schema_name="acme").access_token
+        untouched = issue_token(user=other, schema_name="acme").access_token
+        api_tokens_revoke(user=one, actor="admin")
+        api_tokens_revoke(user=one, actor="admin")  # a second revocation ends the same tokens
+        after = issue_token(user=one, schema_name="acme").access_token
+        assert user_for_token(token=before, schema_name="acme") is None
+        assert user_for_token(token=after, schema_name="acme") == one  # logging in again works
+        assert user_for_token(token=untouched, schema_name="acme") == other
 
 
 @pytest.mark.django_db

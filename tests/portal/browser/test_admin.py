@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from portal import launch
 from tests.conftest import PortalServer
 
 pytestmark = pytest.mark.browser
@@ -106,3 +107,35 @@ def test_a_plain_user_cannot_open_the_admin(page: Any, portal_server: PortalServ
     page.click("input[type=submit]")
     assert "staff account" in page.inner_text(".errornote")
     assert page.url.endswith("/admin/login/")
+
+
+def test_admin_adds_a_user_then_revokes_its_api_tokens(
+    page: Any, portal_server: PortalServer
+) -> None:
+    username = f"tok_{uuid.uuid4().hex[:8]}"
+    password = "revoke-me-" + uuid.uuid4().hex[:8]
+    login(page, portal_server, "admin")
+    page.goto(f"{portal_server.url_for(ACME)}/admin/auth/user/add/")
+    page.fill("#id_username", username)
+    page.fill("#id_password1", password)
+    page.fill("#id_password2", password)
+    page.click("input[name=_save]")
+    page.wait_for_selector(".messagelist .success")
+
+    token = launch.login(portal_server.port, ACME, username, password)
+    with portal_server.client(ACME, token) as api:
+        assert api.get("/api/rag/collections").status_code == 200
+
+    page.goto(f"{portal_server.url_for(ACME)}/admin/auth/user/?q={username}")
+    page.locator("#result_list tr", has_text=username).locator("input.action-select").check()
+    page.select_option("select[name=action]", "revoke_api_tokens")
+    page.click("button[name=index]")
+    page.wait_for_selector(".messagelist .success")
+    assert username in page.inner_text(".messagelist")
+
+    with portal_server.client(ACME, token) as api:
+        refused = api.get("/api/rag/collections")
+    assert refused.status_code == 401
+    fresh = launch.login(portal_server.port, ACME, username, password)  # the account still works
+    with portal_server.client(ACME, fresh) as api:
+        assert api.get("/api/rag/collections").status_code == 200
