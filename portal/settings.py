@@ -220,7 +220,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["portal.api.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "portal.api.schema.PortalAutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.api_exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "login": os.environ.get("RAG_LOGIN_RATE", "10/minute"),
@@ -235,6 +235,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "RAG portal API",
     "DESCRIPTION": "Ingest and search user-scoped collections of a tenant.",
     "VERSION": "1.0.0",
+    # 3.1: full JSON Schema, so the schema can state key rules (propertyNames) and null.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -242,6 +244,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.json_components",
+    ],
 }
 
 # Login throttle counters must be shared by every app process: keep them in PostgreSQL.

@@ -32,6 +32,11 @@ class ChunkingStrategy(StrEnum):
             raise InvalidInputError(f"Unknown chunking strategy: {name}. Use: {valid}")
         return strategy
 
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Every name :meth:`parse` knows (in lower case): the values and the seed's aliases."""
+        return tuple(_STRATEGY_ALIASES)
+
 
 _STRATEGY_ALIASES: Mapping[str, ChunkingStrategy] = MappingProxyType(
     {

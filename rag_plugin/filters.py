@@ -43,9 +43,13 @@ from typing import Any, TypeAlias
 from rag_plugin.exceptions import InvalidInputError
 
 __all__ = [
+    "LIST_OPERATORS",
     "MAX_DEPTH",
     "MAX_FILTERS",
+    "MAX_KEY_LENGTH",
     "MAX_VALUES",
+    "ORDERING_OPERATORS",
+    "TEXT_OPERATORS",
     "FilterCondition",
     "FilterExpression",
     "FilterGroup",
@@ -99,13 +103,14 @@ class FilterCondition(StrEnum):
     NOT = "not"
 
 
-_LIST_OPERATORS = frozenset(
+# Operator families, by the value each takes (the rest compare one scalar of any type).
+LIST_OPERATORS = frozenset(
     {FilterOperator.IN, FilterOperator.NIN, FilterOperator.ANY, FilterOperator.ALL}
 )
-_ORDERING = frozenset(
+ORDERING_OPERATORS = frozenset(
     {FilterOperator.GT, FilterOperator.GTE, FilterOperator.LT, FilterOperator.LTE}
 )
-_TEXT = frozenset({FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE})
+TEXT_OPERATORS = frozenset({FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,16 +198,16 @@ def _check(expression: FilterExpression, depth: int) -> int:
     if operator is FilterOperator.IS_EMPTY:
         if value is not None:
             raise InvalidInputError(f"{where} takes no value.")
-    elif operator in _LIST_OPERATORS:
+    elif operator in LIST_OPERATORS:
         if not isinstance(value, tuple) or len(value) > MAX_VALUES:
             raise InvalidInputError(f"{where} needs a list of at most {MAX_VALUES} values.")
         for item in value:
             _check_scalar(where, item)
     else:
         _check_scalar(where, value)
-        if operator in _ORDERING and isinstance(value, bool):
+        if operator in ORDERING_OPERATORS and isinstance(value, bool):
             raise InvalidInputError(f"{where} needs a number or a string, not a boolean.")
-        if operator in _TEXT and not isinstance(value, str):
+        if operator in TEXT_OPERATORS and not isinstance(value, str):
             raise InvalidInputError(f"{where} needs a string.")
     return 1
 
@@ -320,9 +325,9 @@ def matches(expression: FilterExpression, metadata: Mapping[str, Any]) -> bool:
         return _equal(stored, value)
     if operator is FilterOperator.IN:
         return any(_equal(stored, item) for item in _values(value))
-    if operator in _ORDERING:
+    if operator in ORDERING_OPERATORS:
         return _ordered(operator, stored, value)
-    if operator in _TEXT:
+    if operator in TEXT_OPERATORS:
         if not isinstance(stored, str) or not isinstance(value, str):
             return False
         if operator is FilterOperator.TEXT_MATCH_INSENSITIVE:

@@ -57,6 +57,11 @@ class SearchStrategy(StrEnum):
         return strategy
 
     @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Every name :meth:`parse` knows (in lower case): the values and their aliases."""
+        return tuple(_ALIASES)
+
+    @classmethod
     def default(cls) -> SearchStrategy:
         """The strategy used when none is given: semantic."""
         return cls.SEMANTIC

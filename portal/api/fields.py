@@ -16,8 +16,8 @@ from rest_framework import serializers
 
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.filters import (
+    MAX_DEPTH,
     MAX_FILTERS,
-    FilterCondition,
     FilterExpression,
     FilterOperator,
     filters_from_json,
@@ -42,6 +42,15 @@ class StrictCharField(serializers.CharField):
         except UnicodeEncodeError:
             self.fail("surrogates")
         return super().to_internal_value(data)
+
+
+class NameField(StrictCharField):
+    """One of a fixed set of names. The serializer's ``validate_<field>`` parses it (any case,
+    with aliases) and words the error; ``names`` is what the OpenAPI schema lists."""
+
+    def __init__(self, *, names: tuple[str, ...], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.names = names
 
 
 BIGINT_MAX = 2**63 - 1
@@ -90,6 +99,18 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class QueryBooleanField(serializers.BooleanField):
+    """A query-string flag: exactly ``true`` or ``false``, the OpenAPI boolean's two spellings
+    (DRF's own field also takes ``1``, ``yes``, ``on``, ... which the schema cannot say)."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if data not in ("true", "false"):
+            self.fail("invalid")
+        return bool(data == "true")
+
+
 class BoundedListField(serializers.ListField):
     """A list whose length is checked before its items are: 100,000 items are refused at
     once instead of validated one by one first. ``too_long`` is the message, with
@@ -128,6 +149,8 @@ class QueryField(StrictCharField):
 class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """A request body: a JSON object whose keys are all known fields."""
 
+    unknown_key = "Unknown field"
+
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
             raise serializers.ValidationError(
@@ -136,36 +159,31 @@ class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         unknown = sorted(set(data) - set(self.fields))
         if unknown:
             raise serializers.ValidationError(
-                {unknown[0]: [f"Unknown field. Allowed: {', '.join(sorted(self.fields))}."]}
+                {unknown[0]: [f"{self.unknown_key}. Allowed: {', '.join(sorted(self.fields))}."]}
             )
         return super().to_internal_value(data)
 
 
-_SCALAR_SCHEMA = {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+class QueryInput(InputSerializer):
+    """A URL's query parameters: each one known (a misspelt ``?sahred=true`` is refused, not
+    ignored)."""
+
+    unknown_key = "Unknown query parameter"
+
+
 FILTER_SCHEMA: dict[str, Any] = {
+    # The grammar is recursive, so it lives in components (portal.api.schema.filter_components).
+    "allOf": [{"$ref": "#/components/schemas/MetadataFilters"}],
     "description": (
         "Metadata filters, applied before ranking in every leg: a group "
-        '`{"condition": "and"|"or"|"not", "filters": [...]}` (nested at most 8 deep, '
-        "100 filters in all), a filter "
+        '`{"condition": "and"|"or"|"not", "filters": [...]}` (nested at most '
+        f"{MAX_DEPTH} deep, {MAX_FILTERS} filters in all), a filter "
         '`{"key": ..., "operator": ..., "value": ...}` with an operator of '
         + ", ".join(f"`{operator.value}`" for operator in FilterOperator)
         + " (or its name, e.g. `gte`), or `{key: value}` equality filters."
     ),
-    "type": "object",
-    "example": {
-        "condition": "and",
-        "filters": [
-            {"key": "year", "operator": ">", "value": 2021},
-            {"key": "topic", "operator": "in", "value": ["birds", "fish"]},
-        ],
-    },
-    "properties": {
-        "condition": {"type": "string", "enum": [c.value for c in FilterCondition]},
-        "filters": {"type": "array", "items": {"type": "object"}, "maxItems": MAX_FILTERS},
-        "key": {"type": "string", "minLength": 1},
-        "operator": {"type": "string"},
-        "value": {"oneOf": [*_SCALAR_SCHEMA["oneOf"], {"type": "array", "items": _SCALAR_SCHEMA}]},
-    },
+    # No property example: schemathesis would build a whole body around it that lacks the
+    # fields a oneOf requires (the request examples of ContextInput show filters instead).
 }
 
 
@@ -221,8 +239,14 @@ MAX_METADATA_KEY_CHARS = 256
 
 @extend_schema_field(
     {
+        # Keys and values are the recursive MetadataValue of portal.api.schema's components.
         "type": "object",
-        "additionalProperties": True,
+        "propertyNames": {
+            "minLength": 1,
+            "maxLength": MAX_METADATA_KEY_CHARS,
+            "not": {"enum": sorted(RESERVED_METADATA_KEYS)},
+        },
+        "additionalProperties": {"$ref": "#/components/schemas/MetadataValue"},
         "description": (
             "Metadata stored on every chunk of the document, usable by filters (and "
             "`has_image` by the vision rule): a JSON object of at most "

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.validators import RegexValidator
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
 from portal.api.errors import PayloadTooLarge
@@ -15,7 +16,10 @@ from portal.api.fields import (
     FilterField,
     InputSerializer,
     MetadataField,
+    NameField,
+    QueryBooleanField,
     QueryField,
+    QueryInput,
     RerankField,
     StrictBooleanField,
     StrictCharField,
@@ -113,7 +117,9 @@ class IngestOptions(InputSerializer):
     """Where and how documents are ingested, for one document or a batch."""
 
     collection = CollectionField()
-    chunking_strategy = StrictCharField(required=False, allow_null=True, default=None)
+    chunking_strategy = NameField(
+        names=ChunkingStrategy.names(), required=False, allow_null=True, default=None
+    )
     shared = StrictBooleanField(required=False, default=False)
 
     def validate_chunking_strategy(self, value: str | None) -> str | None:
@@ -197,7 +203,9 @@ class SearchInput(InputSerializer):
     collection = CollectionField()
     query = QueryField(max_length=MAX_QUERY_CHARS, max_words=MAX_QUERY_WORDS)
     limit = StrictIntegerField(required=False, default=10, min_value=1, max_value=1000)
-    strategy = StrictCharField(required=False, allow_null=True, default=None)
+    strategy = NameField(
+        names=SearchStrategy.names(), required=False, allow_null=True, default=None
+    )
     threshold = StrictFloatField(required=False, default=0.0)
     rerank = RerankField(required=False, default=RerankMode.OFF)
     correct_typos = StrictBooleanField(required=False, default=False)
@@ -311,10 +319,10 @@ class ErrorOutput(serializers.Serializer):  # type: ignore[type-arg]
     code = serializers.CharField()
 
 
-class SharedQuery(serializers.Serializer):  # type: ignore[type-arg]
+class SharedQuery(QueryInput):
     """Query-string flag: act on the tenant-shared collections instead of the caller's own."""
 
-    shared = serializers.BooleanField(required=False, default=False)
+    shared = QueryBooleanField(required=False, default=False)
 
 
 class PageInput(SharedQuery):
@@ -329,12 +337,33 @@ class CollectionRefInput(InputSerializer):
     shared = StrictBooleanField(required=False, default=False)
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A profile",
+            value={"profile": "support", "query": "How do I reset my password?"},
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Collections with weights and a filter",
+            value={
+                "collections": [{"name": "docs", "weight": 2.0}, {"name": "faq", "shared": True}],
+                "query": "How do I reset my password?",
+                "k": 5,
+                "filters": {"key": "topic", "operator": "in", "value": ["accounts", "billing"]},
+            },
+            request_only=True,
+        ),
+    ]
+)
 class ContextInput(InputSerializer):
     profile = StrictCharField(required=False, max_length=63)
     collections = BoundedListField(
         child=CollectionRefInput(),
         required=False,
+        min_length=1,
         max_length=MAX_CONTEXT_COLLECTIONS,
+        help_text="The collections to search, each (name, shared) pair at most once.",
         too_long=(
             "{length} collections; the limit is {max_length} per request "
             "(RAG_MAX_CONTEXT_COLLECTIONS)."
@@ -342,13 +371,11 @@ class ContextInput(InputSerializer):
     )
     query = QueryField(max_length=MAX_QUERY_CHARS, max_words=MAX_QUERY_WORDS)
     k = StrictIntegerField(required=False, min_value=1, max_value=100)
-    min_relevance = StrictFloatField(required=False)
+    min_relevance = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
     rerank = RerankField(required=False)
     filters = FilterField(required=False, allow_null=True)
 
     def validate_collections(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if not value:
-            raise serializers.ValidationError("List at least one collection.")
         seen: dict[tuple[str, bool], int] = {}
         for position, ref in enumerate(value):
             key = (ref["name"], ref["shared"])

@@ -27,7 +27,7 @@ from portal.rag.profiles import (
     profile_context,
 )
 from rag_plugin.engine import SearchHit
-from rag_plugin.stores.base import ChunkRecord, DocumentRecord
+from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, ChunkRecord, DocumentRecord
 
 
 def _caller(request: Request) -> AbstractBaseUser:
@@ -219,6 +219,24 @@ class SearchView(APIView):
 SHARED_PARAM = OpenApiParameter(
     "shared", bool, description="List the tenant-shared collections instead of your own."
 )
+COLLECTION_PARAM = OpenApiParameter(
+    "collection",
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_COLLECTION_NAME_LENGTH,
+        "pattern": s.COLLECTION_NAME_PATTERN,
+    },
+    OpenApiParameter.PATH,
+    description="The collection's name.",
+)
+DOCUMENT_ID_PARAM = OpenApiParameter(
+    "document_id",
+    # Any text but NUL (refused with 400 by portal.middleware.UrlTextMiddleware).
+    {"type": "string", "minLength": 1, "pattern": "^[^\\u0000]*$"},
+    OpenApiParameter.PATH,
+    description="The document's id, as ingest returned it.",
+)
 
 
 class CollectionListView(APIView):
@@ -249,6 +267,7 @@ class CollectionDeleteView(APIView):
     """Delete a collection of the caller with all its documents (SPEC A4)."""
 
     permission_classes = (IsAuthenticated,)
+    delete_takes_body = True  # {collection, shared}, as the seed API (see portal.api.schema)
 
     @extend_schema(
         request=s.CollectionDeleteInput, responses={200: s.CollectionDeleteOutput, **ERRORS}
@@ -272,7 +291,8 @@ class DocumentListView(APIView):
     permission_classes = (IsAuthenticated,)
 
     @extend_schema(
-        parameters=[s.PageInput],  # shared, limit (1-1000) and offset, with their bounds
+        # shared, limit (1-1000) and offset, with their bounds
+        parameters=[COLLECTION_PARAM, s.PageInput],
         responses={200: s.DocumentListOutput, **ERRORS},
     )
     def get(self, request: Request, collection: str) -> Response:
@@ -296,7 +316,10 @@ class DocumentView(APIView):
 
     permission_classes = (IsAuthenticated,)
 
-    @extend_schema(parameters=[SHARED_PARAM], responses={200: s.DocumentDetailOutput, **ERRORS})
+    @extend_schema(
+        parameters=[DOCUMENT_ID_PARAM, SHARED_PARAM],
+        responses={200: s.DocumentDetailOutput, **ERRORS},
+    )
     def get(self, request: Request, document_id: str) -> Response:
         shared = _shared(request)
         found = selectors.document_find(
@@ -305,7 +328,10 @@ class DocumentView(APIView):
         chunks = selectors.document_chunks(found=found)
         return Response({**_document(found.document), "chunks": [_chunk(c) for c in chunks]})
 
-    @extend_schema(parameters=[SHARED_PARAM], responses={200: s.DocumentDeleteOutput, **ERRORS})
+    @extend_schema(
+        parameters=[DOCUMENT_ID_PARAM, SHARED_PARAM],
+        responses={200: s.DocumentDeleteOutput, **ERRORS},
+    )
     def delete(self, request: Request, document_id: str) -> Response:
         shared = _shared(request)
         collection = services.document_delete(

@@ -45,6 +45,27 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
     limit = next(p for p in listing["parameters"] if p["name"] == "limit")["schema"]
     assert (limit["minimum"], limit["maximum"]) == (1, 1000)
     assert {"400", "401"} <= set(schema["paths"]["/api/rag/collections"]["get"]["responses"])
+    components = schema["components"]["schemas"]
+    query = components["SearchInput"]["properties"]["query"]
+    assert query["minLength"] == 1
+    assert query["not"] == {"pattern": r"^\s*$"}
+    assert components["SearchInput"]["additionalProperties"] is False
+    assert "hybrid" in components["StrategyEnum"]["enum"]
+    assert components["LoginInput"]["anyOf"] == [
+        {"required": ["username"]},
+        {"required": ["email"]},
+    ]
+    assert components["ContextInput"]["oneOf"] == [
+        {"required": ["profile"]},
+        {"required": ["collections"]},
+    ]
+    assert {"MetadataFilters", "MetadataFilterGroup", "MetadataFilter", "EqualityFilters"} <= set(
+        components
+    )
+    delete = schema["paths"]["/api/rag/collection"]["delete"]["requestBody"]
+    assert delete["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/CollectionDeleteInput"
+    )
     # The login needs no token; every other operation says it needs one.
     assert schema["paths"]["/api/auth/login"]["post"].get("security", []) in ([], [{}])
     for path, operations in schema["paths"].items():

@@ -193,6 +193,9 @@ def test_a_non_json_content_type_is_a_415(portal_server: PortalServer) -> None:
         "/api/rag/collections/docs/documents?limit=0",
         "/api/rag/collections/docs/documents?offset=-1",
         "/api/rag/collections?shared=maybe",
+        "/api/rag/collections?shared=1",  # the schema's boolean is true or false
+        "/api/rag/collections?sahred=true",  # a misspelt parameter is refused, not ignored
+        "/api/rag/documents/some-id?shared=false&limit=5",
     ],
 )
 def test_bad_query_parameters_are_400(portal_server: PortalServer, path: str) -> None:

@@ -1,0 +1,241 @@
+"""How the OpenAPI schema states what the server enforces (SPEC A6).
+
+drf-spectacular's ``AutoSchema`` leaves out two rules our API has, so schemathesis (which the
+test suite runs against the live server) would send requests the schema allows and the server
+refuses:
+
+- a string field that may not be blank says nothing about it: DRF refuses ``""`` (and, for a
+  field that trims whitespace, ``"   "``), so the schema gets ``minLength: 1`` and, when
+  trimmed, "not only whitespace";
+- the login needs a username or an email, and context requests a profile or collections (not
+  both), which a JSON schema says with ``anyOf`` and ``oneOf``;
+- a request body refuses unknown keys (``additionalProperties: false``), a name field lists its
+  names (``enum``), and the metadata filter grammar is recursive (components of its own);
+- a request body is documented on PUT, PATCH and POST only, but ``DELETE /api/rag/collection``
+  takes its JSON body as the seed API does (OpenAPI allows a DELETE body): a view that sets
+  ``delete_takes_body = True`` gets its declared request body documented.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.validators import RegexValidator
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import serializers
+
+from portal.api.fields import MAX_METADATA_KEY_CHARS, InputSerializer, NameField
+from rag_plugin.filters import (
+    LIST_OPERATORS,
+    MAX_FILTERS,
+    MAX_KEY_LENGTH,
+    MAX_VALUES,
+    ORDERING_OPERATORS,
+    TEXT_OPERATORS,
+    FilterCondition,
+    FilterOperator,
+)
+
+ONLY_WHITESPACE = {"pattern": r"^\s*$"}
+
+
+class PortalAutoSchema(AutoSchema):
+    def _map_serializer_field(
+        self,
+        field: serializers.Field[Any, Any, Any, Any],
+        direction: str,
+        bypass_extensions: bool = False,
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]
+            field, direction, bypass_extensions
+        )
+        if direction != "request" or not isinstance(field, serializers.CharField):
+            return schema
+        if isinstance(field, NameField):
+            schema["enum"] = [*field.names, *([None] if field.allow_null else [])]
+        if field.allow_blank or schema.get("type") != "string":
+            return schema
+        schema.setdefault("minLength", 1)
+        has_pattern = any(isinstance(v, RegexValidator) for v in field.validators)
+        if field.trim_whitespace and not has_pattern:
+            # Said with "not" rather than the pattern \S: schemathesis ignores maxLength on
+            # strings generated for a pattern (it sent 106 characters for maxLength 100).
+            schema["not"] = ONLY_WHITESPACE
+        return schema
+
+    def _map_basic_serializer(
+        self, serializer: serializers.Serializer[Any], direction: str
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_basic_serializer(  # type: ignore[no-untyped-call]
+            serializer, direction
+        )
+        if direction == "request" and isinstance(serializer, InputSerializer):
+            schema["additionalProperties"] = False
+        return schema
+
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        # Only where the view says so: asking every DELETE for its request serializer would
+        # make drf-spectacular guess (and warn about) one for views that take no body.
+        declared = self.method == "DELETE" and getattr(self.view, "delete_takes_body", False)
+        if not declared:
+            return super()._get_request_body(direction)  # type: ignore[no-untyped-call,no-any-return]
+        # The parent documents bodies of "unsafe" methods only; it reads the method from here.
+        self.method = "POST"
+        try:
+            return super()._get_request_body(direction)  # type: ignore[no-untyped-call,no-any-return]
+        finally:
+            self.method = "DELETE"
+
+
+class _AlternativeFieldsScheme(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """A request body as generated, plus which of its optional fields must be given: any of
+    them (``anyOf``) or exactly one (``oneOf``). Subclasses name the serializer."""
+
+    combinator = "anyOf"
+    alternatives: tuple[str, ...] = ()
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema[self.combinator] = [{"required": [name]} for name in self.alternatives]
+        return schema
+
+
+class LoginInputScheme(_AlternativeFieldsScheme):  # type: ignore[no-untyped-call]
+    """A login names the account by its username, its email, or both."""
+
+    target_class = "portal.api.serializers.LoginInput"
+    alternatives = ("username", "email")
+
+
+class ContextInputScheme(_AlternativeFieldsScheme):  # type: ignore[no-untyped-call]
+    """Context and answer requests take a profile or a list of collections, never both."""
+
+    target_class = "portal.api.serializers.ContextInput"
+    combinator = "oneOf"
+    alternatives = ("profile", "collections")
+
+
+# -- the metadata filter grammar (rag_plugin.filters.filters_from_json) ----------------------
+
+_SCALAR = {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+
+
+def _operator_names(operators: frozenset[FilterOperator] | set[FilterOperator]) -> list[str]:
+    """The spellings the parser takes: the symbol and the lower-case name (``>=``, ``gte``)."""
+    return sorted({op.value for op in operators} | {op.name.lower() for op in operators})
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _filter_variants() -> list[dict[str, Any]]:
+    """One subschema per operator family: which ``value`` each takes."""
+    special = LIST_OPERATORS | ORDERING_OPERATORS | TEXT_OPERATORS | {FilterOperator.IS_EMPTY}
+    scalar_operators = set(FilterOperator) - special
+    return [
+        {  # the operator defaults to ==
+            "properties": {
+                "operator": {"enum": _operator_names(scalar_operators)},
+                "value": _SCALAR,
+            },
+            "required": ["value"],
+        },
+        {
+            "properties": {
+                "operator": {"enum": _operator_names(ORDERING_OPERATORS)},
+                "value": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+            },
+            "required": ["operator", "value"],
+        },
+        {
+            "properties": {
+                "operator": {"enum": _operator_names(LIST_OPERATORS)},
+                "value": {"type": "array", "items": _SCALAR, "maxItems": MAX_VALUES},
+            },
+            "required": ["operator", "value"],
+        },
+        {
+            "properties": {
+                "operator": {"enum": _operator_names(TEXT_OPERATORS)},
+                "value": {"type": "string"},
+            },
+            "required": ["operator", "value"],
+        },
+        {
+            "properties": {
+                "operator": {"enum": _operator_names({FilterOperator.IS_EMPTY})},
+                "value": {"type": "null"},
+            },
+            "required": ["operator"],
+        },
+    ]
+
+
+def _shape(required: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """Objects holding ``required`` and no key but ``keys``: how the parser tells a group or a
+    filter from ``{key: value}`` equality filters."""
+    return {
+        "required": [required],
+        "properties": {key: {} for key in keys},
+        "additionalProperties": False,
+    }
+
+
+def json_components(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: add the recursive grammars that ``FILTER_SCHEMA``
+    and ``MetadataField`` (portal.api.fields) refer to."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["MetadataValue"] = {
+        "description": "Any JSON value; object keys have 1 to "
+        f"{MAX_METADATA_KEY_CHARS} characters.",
+        "oneOf": [
+            {"type": ["string", "number", "boolean", "null"]},
+            {"type": "array", "items": _ref("MetadataValue")},
+            {
+                "type": "object",
+                "propertyNames": {"minLength": 1, "maxLength": MAX_METADATA_KEY_CHARS},
+                "additionalProperties": _ref("MetadataValue"),
+            },
+        ],
+    }
+    schemas["MetadataFilters"] = {
+        "oneOf": [_ref("MetadataFilterGroup"), _ref("MetadataFilter"), _ref("EqualityFilters")]
+    }
+    schemas["MetadataFilterGroup"] = {
+        "type": "object",
+        "properties": {
+            "condition": {"type": "string", "enum": [c.value for c in FilterCondition]},
+            "filters": {"type": "array", "items": _ref("MetadataFilters"), "maxItems": MAX_FILTERS},
+        },
+        "required": ["filters"],
+        "additionalProperties": False,
+    }
+    schemas["MetadataFilter"] = {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+            "operator": {"type": "string"},
+            "value": {},
+        },
+        "required": ["key"],
+        "additionalProperties": False,
+        "oneOf": _filter_variants(),
+    }
+    schemas["EqualityFilters"] = {
+        "type": "object",
+        "description": "`{key: value}`: every key equals its value (all must hold).",
+        "propertyNames": {"minLength": 1, "maxLength": MAX_KEY_LENGTH},
+        "additionalProperties": _SCALAR,
+        "maxProperties": MAX_FILTERS,
+        "not": {
+            "anyOf": [
+                _shape("filters", ("condition", "filters")),
+                _shape("key", ("key", "operator", "value")),
+            ]
+        },
+    }
+    return result
