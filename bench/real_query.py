@@ -61,7 +61,15 @@ from rag_plugin.vectors import DistanceMetric
 DIMENSIONS = 384
 WINDOW = 16
 EVAL = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
-STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid", "hybrid+typos", "hybrid+filter")
+STRATEGIES = (
+    "semantic",
+    "bm25",
+    "fuzzy",
+    "hybrid",
+    "hybrid@20",
+    "hybrid+typos",
+    "hybrid+filter",
+)
 SHARDS = 10
 """Every chunk's metadata ``shard`` is one of 0..9 (by a hash of its key), so the filter
 ``shard == 3`` of ``hybrid+filter`` keeps ≈ 10 % of the collection."""
@@ -256,6 +264,10 @@ def searches(
         "hybrid+typos": run("hybrid", typos, True),
         "hybrid+filter": lambda i: searcher.search(
             collection, typed[i], strategy="hybrid", top_k=10, filters={"shard": 3}
+        ),
+        # The former default depth of each hybrid leg (2 · top_k), as a baseline in the run.
+        "hybrid@20": lambda i: searcher.search(
+            collection, typed[i], strategy="hybrid", top_k=10, candidates=20
         ),
     }
 

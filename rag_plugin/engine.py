@@ -59,16 +59,21 @@ from rag_plugin.stores.base import (
 )
 
 __all__ = [
+    "MIN_HYBRID_CANDIDATES",
     "CollectionSearcher",
     "EmbedderResolver",
     "SearchHit",
     "SearchOutcome",
     "check_embedder",
+    "hybrid_candidates",
     "rerank_outcome",
 ]
 
 EmbedderResolver = Callable[[CollectionInfo], Embedder]
 """Returns the embedder for a collection's model (see :class:`CollectionSearcher`)."""
+
+MIN_HYBRID_CANDIDATES = 50
+"""The dense and BM25 legs of a hybrid search hand at least this many chunks to the fusion."""
 
 _LEXICAL = frozenset({SearchStrategy.BM25, SearchStrategy.FUZZY, SearchStrategy.HYBRID})
 
@@ -195,8 +200,15 @@ class CollectionSearcher:
         rrf_k: float = DEFAULT_RRF_K,
         query_vector: Sequence[float] | None = None,
         lexical_query: str | None = None,
+        candidates: int | None = None,
     ) -> SearchOutcome:
         """Return the ``top_k`` best chunks of ``collection`` for ``query`` by ``strategy``.
+
+        ``candidates`` is how many chunks the dense and BM25 legs of a hybrid search hand to
+        the fusion (default :func:`hybrid_candidates`: ``max(2 · top_k, 50)``): a deeper list
+        lets a chunk that both legs rank 30th beat one that a single leg ranks 5th. The fuzzy
+        leg hands ``min(candidates, 2 · top_k)``: it is the slow leg, and its deeper ranks are
+        mostly ties among chunks that match the same words.
 
         ``query_vector``, when given, is the query's embedding for the dense leg (a LlamaIndex
         vector store query carries one), so the query is not embedded again.
@@ -217,6 +229,10 @@ class CollectionSearcher:
             raise InvalidInputError(f"top_k must be zero or a positive integer, got {top_k!r}.")
         if not math.isfinite(threshold):
             raise InvalidInputError(f"threshold must be a finite number, got {threshold!r}.")
+        if candidates is not None and (
+            isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
+        ):
+            raise InvalidInputError(f"candidates must be a positive integer, got {candidates!r}.")
         weights = weights if weights is not None else HybridWeights()
         fusion = RrfFusion(k=rrf_k)  # validates k before any work is done
         if top_k == 0:
@@ -242,6 +258,7 @@ class CollectionSearcher:
                 weights,
                 fusion,
                 query_vector,
+                candidates if candidates is not None else hybrid_candidates(top_k),
             )
         else:
             if chosen is SearchStrategy.SEMANTIC:
@@ -289,8 +306,9 @@ class CollectionSearcher:
         weights: HybridWeights,
         fusion: RrfFusion,
         vector: Sequence[float] | None,
+        n: int,
     ) -> list[SearchHit]:
-        n = 2 * top_k
+        fuzzy_n = min(n, 2 * top_k)
         runs: list[tuple[_Leg, float]] = []
         if weights.semantic > 0:
             runs.append(
@@ -302,7 +320,10 @@ class CollectionSearcher:
             )
         if weights.fuzzy > 0:
             runs.append(
-                (lambda: self.store.fuzzy(collection, lexical_query, n, filters), weights.fuzzy)
+                (
+                    lambda: self.store.fuzzy(collection, lexical_query, fuzzy_n, filters),
+                    weights.fuzzy,
+                )
             )
         concurrent = self.store.concurrent_legs
         found_by_leg = _run_legs([run for run, _ in runs], concurrent)
@@ -314,6 +335,17 @@ class CollectionSearcher:
         # rule (best rank in any leg, then id); rank_results' threshold and cut keep that order.
         kept = [(chunk_id, raw) for chunk_id, raw in fused if raw / ceiling >= threshold]
         return [SearchHit(chunks[i], raw, raw / ceiling) for i, raw in kept[:top_k]]
+
+
+def hybrid_candidates(top_k: int) -> int:
+    """How many chunks the dense and BM25 legs of a hybrid search contribute by default:
+    ``max(2 · top_k, 50)`` (the fuzzy leg keeps ``2 · top_k``).
+
+    Chosen by bench/fusion_sweep.py and bench/quality.py (bench/RESULTS.md §1, round 3): for
+    top_k 10 it lifts hybrid nDCG@10 on SciFact train and Vaswani by about +0.004 and +0.013
+    over the former 20 per leg (``2 · top_k``, SPEC S2) for about 1.1× the hybrid latency.
+    """
+    return max(2 * top_k, MIN_HYBRID_CANDIDATES)
 
 
 def check_embedder(embedder: Embedder, collection: CollectionInfo) -> None:

@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from rag_plugin.embedding.base import Embedder
-from rag_plugin.engine import CollectionSearcher, SearchHit, SearchOutcome, rerank_outcome
+from rag_plugin.engine import (
+    MIN_HYBRID_CANDIDATES,
+    CollectionSearcher,
+    SearchHit,
+    SearchOutcome,
+    hybrid_candidates,
+    rerank_outcome,
+)
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.fusion import SEED_RRF_K, SEED_WEIGHTS, HybridWeights
 from rag_plugin.rerank import RerankInfo
@@ -164,12 +171,48 @@ def test_hybrid_fuses_the_three_legs_by_weighted_rrf(
     ]
 
 
-def test_hybrid_takes_two_top_k_from_each_leg(
+def test_hybrid_takes_the_candidates_from_each_leg(
     searcher: CollectionSearcher, collection, doc
 ) -> None:
-    # With top_k=1 each leg gives 2 candidates: dense [0, 2], bm25 [0, 2], fuzzy [0, 3].
-    outcome = searcher.search(collection, "quick fox", strategy="hybrid", top_k=1)
+    # With 2 candidates each leg gives: dense [0, 2], bm25 [0, 2], fuzzy [0, 3].
+    outcome = searcher.search(collection, "quick fox", strategy="hybrid", top_k=1, candidates=2)
     assert pairs(outcome.hits) == approx_pairs(doc, [(0, 1.1 / 11)])
+
+
+@pytest.mark.parametrize(
+    ("top_k", "candidates", "depth", "fuzzy"),
+    [(1, None, 50, 2), (10, None, 50, 20), (25, None, 50, 50), (40, None, 80, 80), (10, 5, 5, 5)],
+)
+def test_each_hybrid_leg_is_asked_for_its_candidates(
+    searcher: CollectionSearcher,
+    collection,
+    monkeypatch: pytest.MonkeyPatch,
+    top_k: int,
+    candidates: int | None,
+    depth: int,
+    fuzzy: int,
+) -> None:
+    asked: dict[str, int] = {}
+    for leg in ("dense", "bm25", "fuzzy"):
+        original = getattr(searcher.store, leg)
+
+        def spy(*args: Any, _leg: str = leg, _original: Any = original, **kwargs: Any) -> Any:
+            asked[_leg] = args[2]  # (collection, query or vector, n, ...)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(searcher.store, leg, spy)
+    searcher.search(collection, "quick fox", strategy="hybrid", top_k=top_k, candidates=candidates)
+    assert asked == {"dense": depth, "bm25": depth, "fuzzy": fuzzy}
+    if candidates is None:
+        assert hybrid_candidates(top_k) == depth == max(2 * top_k, MIN_HYBRID_CANDIDATES)
+
+
+@pytest.mark.parametrize("candidates", [0, -1, 2.5, True])
+def test_candidates_must_be_a_positive_integer(
+    searcher: CollectionSearcher, collection, candidates: Any
+) -> None:
+    with pytest.raises(InvalidInputError, match="candidates must be a positive integer"):
+        searcher.search(collection, "fox", strategy="hybrid", candidates=candidates)
 
 
 def test_hybrid_threshold_applies_to_the_normalized_score(
