@@ -41,12 +41,14 @@ class Setting:
     fuzzy: float
     k: float
     candidates: int
+    fuzzy_candidates: int | None = None  # None: ``candidates``, like the other legs
 
     @property
     def label(self) -> str:
+        fuzzy = "" if self.fuzzy_candidates is None else f"/fuzzy {self.fuzzy_candidates}"
         return (
             f"{self.analyzer} w={self.semantic:g}/{self.bm25:g}/{self.fuzzy:g}"
-            f" k={self.k:g} n={self.candidates}"
+            f" k={self.k:g} n={self.candidates}{fuzzy}"
         )
 
 
@@ -106,8 +108,11 @@ def fused_run(
         (f"fuzzy:{setting.analyzer}", setting.fuzzy),
     ]
     run: dict[str, list[str]] = {}
+    depths = {name: setting.candidates for name, _ in weighted}
+    if setting.fuzzy_candidates is not None:
+        depths[f"fuzzy:{setting.analyzer}"] = setting.fuzzy_candidates
     for query_id in queries:
-        lists = [(legs[name][query_id][: setting.candidates], w) for name, w in weighted if w > 0]
+        lists = [(legs[name][query_id][: depths[name]], w) for name, w in weighted if w > 0]
         fused = fusion.fuse(lists)[:TOP_K]
         run[query_id] = best_chunk_documents(chunk_docs[chunk_id] for chunk_id, _ in fused)
     return run
@@ -121,6 +126,12 @@ def settings(analyzers: Sequence[str]) -> list[Setting]:
         for s, b in ((0.6, 0.3), (0.5, 0.5), (0.4, 0.6), (0.3, 0.7), (0.7, 0.3), (0.6, 0.4))
         for f in (0.0, 0.1)
         for k, n in itertools.product((10.0, 30.0, 60.0), (10, 20, 50, 100))
+    ]
+    # The engine's default since round 3: dense and BM25 deep, the slow fuzzy leg at 2·top_k.
+    grid += [
+        Setting(analyzer, 0.5, 0.5, 0.1, 10.0, n, 2 * TOP_K)
+        for analyzer in analyzers
+        for n in (30, 40, 50, 60, 100)
     ]
     # What stock QueryFusionRetriever does: equal weights, k 60, top 10 of each leg.
     return [*grid, *(Setting(analyzer, 1.0, 1.0, 0.0, 60.0, 10) for analyzer in analyzers)]

@@ -3,9 +3,11 @@
 Written once for every :class:`~rag_plugin.stores.base.Store`; a store only answers the three
 legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
 
-- **Hybrid** takes ``2·top_k`` candidates from *each* leg (dense included, as the seed fetched
-  ``2·limit`` from its vector store) and fuses them by weighted RRF keyed on chunk ids. A leg
-  whose weight is 0 is not run at all (a zero dense weight embeds nothing).
+- **Hybrid** takes ``max(2·top_k, 50)`` candidates from the dense and BM25 legs and
+  ``2·top_k`` from the fuzzy leg (the seed fetched ``2·limit`` from every leg: pass
+  ``candidates=2 * top_k`` for that; :func:`hybrid_candidates` says why) and fuses them by
+  weighted RRF keyed on chunk ids. A leg whose weight is 0 is not run at all (a zero dense
+  weight embeds nothing).
 - **Scores**: ``SearchHit.score`` is the strategy's own score — cosine/L2/inner-product
   similarity, BM25, fuzzy, or the raw RRF sum. Hybrid hits also carry
   ``normalized_score = raw / (Σw / (k + 1))`` in [0, 1], and for hybrid the ``threshold``
@@ -342,8 +344,9 @@ def hybrid_candidates(top_k: int) -> int:
     ``max(2 · top_k, 50)`` (the fuzzy leg keeps ``2 · top_k``).
 
     Chosen by bench/fusion_sweep.py and bench/quality.py (bench/RESULTS.md §1, round 3): for
-    top_k 10 it lifts hybrid nDCG@10 on SciFact train and Vaswani by about +0.004 and +0.013
-    over the former 20 per leg (``2 · top_k``, SPEC S2) for about 1.1× the hybrid latency.
+    top_k 10 it lifts hybrid nDCG@10 on SciFact train and Vaswani by +0.003–0.005 and
+    +0.012–0.016 over the former 20 per leg (``2 · top_k``, SPEC S2) for 1.12–1.13× the hybrid
+    p95 latency at 100k chunks.
     """
     return max(2 * top_k, MIN_HYBRID_CANDIDATES)
 

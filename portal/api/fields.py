@@ -172,7 +172,7 @@ class QueryInput(InputSerializer):
 
 
 FILTER_SCHEMA: dict[str, Any] = {
-    # The grammar is recursive, so it lives in components (portal.api.schema.filter_components).
+    # The grammar is recursive, so it lives in components (portal.api.schema.json_components).
     "allOf": [{"$ref": "#/components/schemas/MetadataFilters"}],
     "description": (
         "Metadata filters, applied before ranking in every leg: a group "
