@@ -11,8 +11,10 @@ bm25 0.3, fuzzy 0.1, k 60, SPEC S2's figures) are what the seed-compatible
 ``DEFAULT_RRF_K``: 0.5 / 0.5 / 0.1, k 10) were chosen by the quality benchmark, as issue 8
 asks: on SciFact train and Vaswani with the bundled MiniLM model and the English analyzer they
 score nDCG@10 0.715 / 0.489 against 0.683 / 0.493 for the seed's settings and 0.703 / 0.464
-for stock LlamaIndex hybrid (bench/RESULTS.md). The seed's dense-heavy weights let the weaker
-dense leg outvote BM25 at the top of the list; a small k sharpens the top ranks.
+for stock LlamaIndex hybrid (bench/RESULTS.md), and 0.718 / 0.501 since the engine's dense and
+BM25 legs hand 50 candidates each to the fusion (``engine.hybrid_candidates``). The seed's
+dense-heavy weights let the weaker dense leg outvote BM25 at the top of the list; a small k
+sharpens the top ranks.
 """
 
 from __future__ import annotations
