@@ -12,6 +12,10 @@ judged query then runs through ``CollectionSearcher.search`` per strategy: with 
 nDCG@10 and MRR@10 (what a user asking for 10 results gets) and with ``top_k=100`` for
 recall@100. A document ranks as its best chunk.
 
+The profile rows rank as ``/api/rag/context`` does: a ``RetrievalProfile`` with the given
+strategy and rerank mode (its other defaults: min relevance 0.05 with its fallback, 8·k
+candidates), through ``MultiCollectionRetriever`` over the one collection.
+
 The stock LlamaIndex row runs in the same process over the very same chunks and vectors:
 ``BM25Retriever`` (bm25s, English Snowball stemming and stopwords) and a ``VectorStoreIndex``
 retriever, both with ``similarity_top_k`` 10 (100 for recall), fused by
@@ -150,6 +154,27 @@ def product_ranker(
     return rank
 
 
+PROFILE_ROWS = ("semantic:lexical", "semantic:off", "hybrid:lexical", "hybrid:off")
+"""``strategy:rerank`` of the retrieval-profile rows; a profile's defaults are the first."""
+
+
+def profile_ranker(corpus: Corpus, strategy: str, rerank: str) -> Ranker:
+    """Rank as ``/api/rag/context`` does: a ``RetrievalProfile`` (its defaults otherwise: min
+    relevance 0.05 with its fallback, 8·k candidates) over the one collection, then rerank."""
+    from rag_plugin.profiles import RetrievalProfile
+    from rag_plugin.retrieval import CollectionRef, MultiCollectionRetriever
+
+    retriever = MultiCollectionRetriever(CollectionSearcher(corpus.store, corpus.embedder))
+    refs = [CollectionRef(corpus.collection)]
+
+    def rank(query_id: str, k: int) -> list[str]:
+        profile = RetrievalProfile(retrieval_k=k, strategy=strategy, rerank=rerank)
+        chunks = retriever.retrieve(corpus.data.queries[query_id], refs, profile)
+        return [corpus.beir_ids[chunk.document_id] for chunk in chunks]
+
+    return rank
+
+
 def stock_rankers(corpus: Corpus) -> dict[str, Ranking]:
     """Stock LlamaIndex over the same chunks and vectors: BM25Retriever and RRF hybrid."""
     from llama_index.core import VectorStoreIndex
@@ -263,6 +288,11 @@ def main() -> None:
     parser.add_argument("--weights", type=parse_weights, default=None, help="hybrid s,b,f")
     parser.add_argument("--rrf-k", type=float, default=None)
     parser.add_argument("--no-stock", action="store_true", help="skip the LlamaIndex rows")
+    parser.add_argument(
+        "--profiles",
+        default=",".join(PROFILE_ROWS),
+        help="retrieval-profile rows as strategy:rerank ('' for none)",
+    )
     parser.add_argument("--max-queries", type=int, default=None, help="the first N queries")
     parser.add_argument("--cache", type=Path, default=CACHE_PATH)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -287,6 +317,11 @@ def main() -> None:
         )
         for strategy in args.strategies.split(",")
     }
+    for row in filter(None, args.profiles.split(",")):
+        strategy, rerank = row.split(":")
+        rankings[f"profile {strategy}, rerank {rerank}"] = Ranking(
+            profile_ranker(corpus, strategy, rerank), prefix=False
+        )
     if not args.no_stock:
         rankings.update(stock_rankers(corpus))
     queries = list(data.queries)[: args.max_queries]

@@ -1,8 +1,8 @@
 """How the OpenAPI schema states what the server enforces (SPEC A6).
 
-drf-spectacular's ``AutoSchema`` leaves out two rules our API has, so schemathesis (which the
-test suite runs against the live server) would send requests the schema allows and the server
-refuses:
+drf-spectacular's ``AutoSchema`` leaves out rules our API enforces, so schemathesis (which the
+test suite runs against the live server, tests/portal/api/test_schema_fuzz.py) would send
+requests the schema allows and the server refuses:
 
 - a string field that may not be blank says nothing about it: DRF refuses ``""`` (and, for a
   field that trims whitespace, ``"   "``), so the schema gets ``minLength: 1`` and, when
@@ -41,6 +41,8 @@ ONLY_WHITESPACE = {"pattern": r"^\s*$"}
 
 
 class PortalAutoSchema(AutoSchema):
+    """The project's ``DEFAULT_SCHEMA_CLASS``: AutoSchema plus the rules listed above."""
+
     def _map_serializer_field(
         self,
         field: serializers.Field[Any, Any, Any, Any],
