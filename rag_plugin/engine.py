@@ -50,7 +50,7 @@ from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights, RrfFusion, SearchResult, rank_results
 from rag_plugin.rerank import Reranker, RerankInfo
-from rag_plugin.search import SearchStrategy
+from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
 from rag_plugin.stores.base import (
     ChunkRecord,
     CollectionInfo,
@@ -193,7 +193,7 @@ class CollectionSearcher:
         collection: CollectionInfo,
         query: str,
         *,
-        strategy: SearchStrategy | str = SearchStrategy.SEMANTIC,
+        strategy: SearchStrategy | str = DEFAULT_STRATEGY,
         top_k: int = 10,
         threshold: float = 0.0,
         correct_typos: bool = False,

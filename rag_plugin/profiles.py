@@ -27,7 +27,7 @@ from rag_plugin.filters import (
 from rag_plugin.fusion import HybridWeights
 from rag_plugin.lexical.expansion import QueryExpander, normalize_synonyms
 from rag_plugin.rerank import Reranker, RerankMode, make_reranker, parse_rerank_mode
-from rag_plugin.search import SearchStrategy
+from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
 
 __all__ = [
     "MAX_RETRIEVAL_K",
@@ -66,7 +66,7 @@ class RetrievalProfile:
     reranker_model: str | None = None
     rerank_alpha: float | None = None
     vision: bool = False
-    strategy: SearchStrategy | str = SearchStrategy.SEMANTIC
+    strategy: SearchStrategy | str = DEFAULT_STRATEGY
     weights: HybridWeights | None = None
     expand_query: bool = False
     language: str = "english"

@@ -94,7 +94,7 @@ class RetrievalProfile(models.Model):
     retrieval_k = models.PositiveSmallIntegerField(default=8)
     min_relevance = models.FloatField(default=0.05)
     include_sources = models.BooleanField(default=True)
-    strategy = models.CharField(max_length=16, choices=Strategy, default=Strategy.SEMANTIC)
+    strategy = models.CharField(max_length=16, choices=Strategy, default=Strategy.HYBRID)
     rerank = models.CharField(max_length=16, choices=Rerank, default=Rerank.LEXICAL)
     reranker_model = models.CharField(max_length=200, blank=True)
     vision = models.BooleanField(

@@ -29,7 +29,7 @@ from portal.api.fields import (
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.rerank import RerankMode
-from rag_plugin.search import SearchStrategy
+from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
 from rag_plugin.stores.base import (
     MAX_COLLECTION_NAME_LENGTH,
     DocumentInput,
@@ -214,7 +214,7 @@ class SearchInput(InputSerializer):
 
     def validate_strategy(self, value: str | None) -> SearchStrategy:
         try:
-            return SearchStrategy.parse(value) if value is not None else SearchStrategy.SEMANTIC
+            return SearchStrategy.parse(value) if value is not None else DEFAULT_STRATEGY
         except InvalidInputError as exc:
             raise serializers.ValidationError(str(exc)) from None
 

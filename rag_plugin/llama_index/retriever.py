@@ -29,7 +29,7 @@ from rag_plugin.filters import (
     as_expression,
 )
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights
-from rag_plugin.search import SearchStrategy
+from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Filters, Store
 
 __all__ = ["RagRetriever", "chunk_to_node", "filters_from_llama"]
@@ -49,7 +49,7 @@ class RagRetriever(BaseRetriever):
         searcher: CollectionSearcher,
         collection: CollectionInfo,
         *,
-        strategy: SearchStrategy | str = SearchStrategy.SEMANTIC,
+        strategy: SearchStrategy | str = DEFAULT_STRATEGY,
         top_k: int = 10,
         threshold: float = 0.0,
         correct_typos: bool = False,

@@ -111,14 +111,14 @@ NORM = 1.0 / 1.04**0.5
 
 
 def test_semantic_ranks_by_cosine(searcher: CollectionSearcher, collection, doc) -> None:
-    outcome = searcher.search(collection, "quick fox", top_k=3)
+    outcome = searcher.search(collection, "quick fox", strategy="semantic", top_k=3)
     assert outcome.strategy is SearchStrategy.SEMANTIC
     assert pairs(outcome.hits) == approx_pairs(doc, [(0, NORM), (2, 0.92 * NORM), (1, 0.2 * NORM)])
     assert all(hit.normalized_score is None for hit in outcome.hits)
 
 
 def test_threshold_drops_lower_scores(searcher: CollectionSearcher, collection, doc) -> None:
-    outcome = searcher.search(collection, "quick fox", top_k=10, threshold=0.5)
+    outcome = searcher.search(collection, "quick fox", strategy="dense", top_k=10, threshold=0.5)
     assert [hit.id for hit in outcome.hits] == [f"{doc}_0", f"{doc}_2"]
 
 
@@ -307,8 +307,14 @@ def test_an_empty_lexical_query_is_invalid(
 
 
 def test_semantic_search_makes_no_correction(searcher: CollectionSearcher, collection, doc) -> None:
-    outcome = searcher.search(collection, "quikc fox", correct_typos=True)
+    outcome = searcher.search(collection, "quikc fox", strategy="semantic", correct_typos=True)
     assert (outcome.corrected_query, outcome.corrections) == (None, ())
+
+
+def test_a_search_that_names_no_strategy_is_hybrid(
+    searcher: CollectionSearcher, collection
+) -> None:
+    assert searcher.search(collection, "quick fox").strategy is SearchStrategy.HYBRID
 
 
 def test_a_query_without_typos_reports_no_correction(

@@ -31,7 +31,10 @@ def test_candidate_count(final_k: int, expected: int) -> None:
         ({"rerank": "fancy"}, "Unknown rerank mode 'fancy'; use one of: lexical"),
         ({"strategy": "bm25"}, "searches with 'semantic' or 'hybrid'"),
         ({"strategy": "nope"}, "nope"),
-        ({"expand_query": True}, "expand_query expands the lexical legs, so it needs the hybrid"),
+        (
+            {"expand_query": True, "strategy": "semantic"},
+            "expand_query expands the lexical legs, so it needs the hybrid",
+        ),
         ({"language": "klingon", "strategy": "hybrid"}, "Unknown query expansion language"),
         ({"synonyms": {"a b": ["c"]}}, "The synonym key 'a b' must be one word"),
         ({"reranker_model": 5}, "reranker_model must be a model name, got 5."),

@@ -107,7 +107,13 @@ def retriever(searcher: CollectionSearcher) -> MultiCollectionRetriever:
     return MultiCollectionRetriever(searcher)
 
 
-OFF = RetrievalProfile(rerank="off")
+def semantic_profile(**options: Any) -> RetrievalProfile:
+    """A profile on the dense leg alone (the default is hybrid): these tests check scores that
+    are the fake embedder's cosine similarities."""
+    return RetrievalProfile(**{"strategy": "semantic", **options})
+
+
+OFF = semantic_profile(rerank="off")
 
 
 def rows(chunks: Sequence[RetrievedChunk]) -> list[tuple[str, str, float]]:
@@ -134,7 +140,7 @@ def test_vision_profiles_keep_image_chunks(
     retriever: MultiCollectionRetriever, handbook: CollectionInfo, faq: CollectionInfo
 ) -> None:
     refs = [CollectionRef(handbook), CollectionRef(faq, weight=0.5)]
-    result = retriever.retrieve(QUERY, refs, RetrievalProfile(rerank="off", vision=True))
+    result = retriever.retrieve(QUERY, refs, semantic_profile(rerank="off", vision=True))
     # the two faq chunks tie at 0.4 and keep the search's order (chunk index 0 before 1)
     assert rows(result) == [
         ("handbook", HANDBOOK[0][0], 1.0),
@@ -150,7 +156,7 @@ def test_image_chunks_are_left_out_before_ranking_so_k_come_back(
 ) -> None:
     # The image chunk ties for the best score; left out after ranking, a k of 2 would return
     # one chunk. Left out inside the legs, the next one takes its place.
-    profile = RetrievalProfile(rerank="off", retrieval_k=2, min_relevance=0.0)
+    profile = semantic_profile(rerank="off", retrieval_k=2, min_relevance=0.0)
     result = retriever.retrieve(QUERY, [CollectionRef(faq)], profile)
     assert [c.chunk.content for c in result] == [FAQ[0][0], FAQ[2][0]]
     assert not any(c.has_image for c in result)
@@ -161,7 +167,7 @@ def test_profile_filters_combine_with_the_image_rule(
 ) -> None:
     images = MetadataFilter("has_image", FilterOperator.EQ, True)
     for vision, expected in ((False, []), (True, [FAQ[1][0]])):
-        profile = RetrievalProfile(rerank="off", min_relevance=0.0, filters=images, vision=vision)
+        profile = semantic_profile(rerank="off", min_relevance=0.0, filters=images, vision=vision)
         result = retriever.retrieve(QUERY, [CollectionRef(faq)], profile)
         assert [c.chunk.content for c in result] == expected, vision
 
@@ -172,7 +178,7 @@ def test_equal_scores_follow_priority_then_the_callers_order(
     # a second collection with the same chunks: every score ties with the handbook's
     copy = store.create_collection("copy", dimensions=3, embedding_model="table")
     add_document(store, copy, HANDBOOK, "copy.md")
-    profile = RetrievalProfile(rerank="off", retrieval_k=4)
+    profile = semantic_profile(rerank="off", retrieval_k=4)
     expected_pairs = [HANDBOOK[0][0], HANDBOOK[0][0], HANDBOOK[1][0], HANDBOOK[1][0]]
 
     def labels(refs: list[CollectionRef]) -> list[str]:
@@ -200,7 +206,7 @@ def test_equal_scores_follow_priority_then_the_callers_order(
 def test_min_relevance_filters(
     retriever: MultiCollectionRetriever, handbook: CollectionInfo, faq: CollectionInfo
 ) -> None:
-    profile = RetrievalProfile(rerank="off", min_relevance=0.5)
+    profile = semantic_profile(rerank="off", min_relevance=0.5)
     result = retriever.run(
         QUERY, [CollectionRef(handbook), CollectionRef(faq, weight=0.5)], profile
     )
@@ -214,7 +220,7 @@ def test_min_relevance_filters(
 def test_nothing_relevant_falls_back_to_the_unfiltered_top_final_k(
     retriever: MultiCollectionRetriever, handbook: CollectionInfo
 ) -> None:
-    profile = RetrievalProfile(rerank="off", min_relevance=1.0, retrieval_k=2)
+    profile = semantic_profile(rerank="off", min_relevance=1.0, retrieval_k=2)
     result = retriever.run(QUERY, [CollectionRef(handbook, weight=0.9)], profile)
     assert rows(result.chunks) == [
         ("handbook", HANDBOOK[0][0], 0.9),
@@ -239,7 +245,7 @@ def test_negative_similarities_clamp_to_zero(
 def test_lexical_rerank_reorders_but_relevance_stays_post_weight(
     retriever: MultiCollectionRetriever, handbook: CollectionInfo, faq: CollectionInfo
 ) -> None:
-    profile = RetrievalProfile(rerank_alpha=1.0)  # pure token overlap decides
+    profile = semantic_profile(rerank_alpha=1.0)  # pure token overlap decides
     result = retriever.retrieve(QUERY, [CollectionRef(handbook), CollectionRef(faq)], profile)
     # overlap with {refund, policy}: handbook 0 has both (1.0), faq 0 "refund" (0.5),
     # handbook 1 none (0.0)
@@ -262,7 +268,7 @@ def test_candidate_k_bounds_what_the_reranker_sees(
         text = f"refund policy note {i}" if i in (30, 35) else f"note {i}"
         chunks.append((text, [x, (1 - x * x) ** 0.5, 0.0], {}))
     add_document(store, info, chunks, "many")
-    profile = RetrievalProfile(retrieval_k=1, rerank_alpha=1.0)
+    profile = semantic_profile(retrieval_k=1, rerank_alpha=1.0)
     result = retriever.run(QUERY, [CollectionRef(info)], profile)
     assert result.candidate_k == 32
     # 35 is rank 36, outside the 32 candidates; 30 (rank 31) is inside and wins on overlap
@@ -291,7 +297,7 @@ def test_collections_are_searched_by_priority_for_candidate_k(
     recording = RecordingSearcher(store, searcher.embedder_for(handbook))
     recording.calls = []
     refs = [CollectionRef(handbook, priority=1), CollectionRef(faq, priority=2)]
-    MultiCollectionRetriever(recording).retrieve(QUERY, refs, RetrievalProfile(retrieval_k=final_k))
+    MultiCollectionRetriever(recording).retrieve(QUERY, refs, semantic_profile(retrieval_k=final_k))
     assert recording.calls == [
         ("faq", QUERY, "semantic", top_k),
         ("handbook", QUERY, "semantic", top_k),
@@ -341,7 +347,7 @@ def test_a_failing_reranker_keeps_the_retrieval_order(
         return ExplodingReranker()
 
     retriever = MultiCollectionRetriever(searcher, reranker_factory=factory)
-    result = retriever.retrieve(QUERY, [CollectionRef(handbook)], RetrievalProfile())
+    result = retriever.retrieve(QUERY, [CollectionRef(handbook)], semantic_profile())
     assert rows(result) == [("handbook", HANDBOOK[0][0], 1.0), ("handbook", HANDBOOK[1][0], 0.6)]
 
 
@@ -354,7 +360,7 @@ def test_the_profiles_reranker_is_built_from_the_profile(
         seen.append(profile)
         return NoReranker()
 
-    profile = RetrievalProfile(rerank="ce", reranker_model="m")
+    profile = semantic_profile(rerank="ce", reranker_model="m")
     MultiCollectionRetriever(searcher, reranker_factory=factory).retrieve(
         QUERY, [CollectionRef(handbook)], profile
     )
@@ -375,14 +381,14 @@ def test_filters_restrict_every_collection(
         ],
         "mixed",
     )
-    profile = RetrievalProfile(rerank="off", filters={"lang": "de"})
+    profile = semantic_profile(rerank="off", filters={"lang": "de"})
     assert rows(retriever.retrieve(QUERY, [CollectionRef(info)], profile)) == [
         ("mixed", "Shipping takes five days.", 0.6)
     ]
 
 
 def test_no_collections_find_nothing(retriever: MultiCollectionRetriever) -> None:
-    assert retriever.retrieve(QUERY, [], RetrievalProfile()) == []
+    assert retriever.retrieve(QUERY, [], semantic_profile()) == []
 
 
 # -- hybrid and query expansion ---------------------------------------------------------

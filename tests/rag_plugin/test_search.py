@@ -62,7 +62,7 @@ def test_strategy_parse_rejects_unknown_names_naming_the_four(name: str) -> None
 
 
 def test_strategy_default_and_display() -> None:
-    assert SearchStrategy.default() is DEFAULT_STRATEGY is SearchStrategy.SEMANTIC
+    assert SearchStrategy.default() is DEFAULT_STRATEGY is SearchStrategy.HYBRID
     assert [str(s) for s in SearchStrategy] == ["semantic", "bm25", "fuzzy", "hybrid"]
 
 
