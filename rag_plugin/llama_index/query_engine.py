@@ -16,12 +16,12 @@ OpenAI-compatible chat completions endpoint (``llama-index-llms-openai-like``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
+from llama_index.core.base.response.schema import RESPONSE_TYPE, Response, StreamingResponse
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
@@ -53,6 +53,7 @@ __all__ = [
     "RagQueryEngine",
     "answer",
     "openai_compatible_llm",
+    "stream_answer",
 ]
 
 DEFAULT_ANSWER_PROMPT = PromptTemplate(
@@ -99,14 +100,47 @@ def answer(
     Citations of numbers without a source (the model invented them) are left out of
     :attr:`AnswerResult.cited`; the answer text is returned as the model wrote it.
     """
+    template, context_str = _prompt_parts(query, context, prompt)
+    reply = llm.predict(template, context_str=context_str, query_str=query)
+    return _result(reply, context, template.format(context_str=context_str, query_str=query))
+
+
+def stream_answer(
+    llm: LLM,
+    query: str,
+    context: ContextResult,
+    *,
+    prompt: BasePromptTemplate | str | None = None,
+) -> tuple[Iterator[str], Callable[[], AnswerResult]]:
+    """Like :func:`answer`, streamed: the answer's text deltas as the LLM sends them, and a
+    function that returns the :class:`AnswerResult` (with its citations) once they are read."""
+    template, context_str = _prompt_parts(query, context, prompt)
+    parts: list[str] = []
+
+    def deltas() -> Iterator[str]:
+        for delta in llm.stream(template, context_str=context_str, query_str=query):
+            parts.append(delta)
+            yield delta
+
+    def result() -> AnswerResult:
+        text = template.format(context_str=context_str, query_str=query)
+        return _result("".join(parts), context, text)
+
+    return deltas(), result
+
+
+def _prompt_parts(
+    query: str, context: ContextResult, prompt: BasePromptTemplate | str | None
+) -> tuple[BasePromptTemplate, str]:
+    """The answer prompt and its context section; the question is checked first."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("The question is empty; pass some text to answer.")
-    template = _prompt(prompt)
-    context_str = context.context if context.sources else NO_CONTEXT
-    text = template.format(context_str=context_str, query_str=query)
-    reply = llm.predict(template, context_str=context_str, query_str=query)
+    return _prompt(prompt), context.context if context.sources else NO_CONTEXT
+
+
+def _result(reply: str, context: ContextResult, prompt: str) -> AnswerResult:
     cited = tuple(n for n in cited_footnotes(reply) if 1 <= n <= len(context.sources))
-    return AnswerResult(answer=reply, cited=cited, sources=context.sources, prompt=text)
+    return AnswerResult(answer=reply, cited=cited, sources=context.sources, prompt=prompt)
 
 
 def openai_compatible_llm(
@@ -145,7 +179,12 @@ def openai_compatible_llm(
 
 
 class RagQueryEngine(BaseQueryEngine):
-    """Retrieves from several collections, then answers with ``[N]`` citations."""
+    """Retrieves from several collections, then answers with ``[N]`` citations.
+
+    With ``streaming=True`` a query returns a ``StreamingResponse``: its ``response_gen``
+    yields the answer as the LLM writes it, ``source_nodes`` and ``metadata["sources"]`` are
+    there from the start, and ``metadata["cited"]`` is filled in when the stream ends.
+    """
 
     def __init__(
         self,
@@ -157,6 +196,7 @@ class RagQueryEngine(BaseQueryEngine):
         prompt: BasePromptTemplate | str | None = None,
         context_template: str = DEFAULT_CONTEXT_TEMPLATE,
         context_separator: str = DEFAULT_CONTEXT_SEPARATOR,
+        streaming: bool = False,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         super().__init__(callback_manager)
@@ -167,21 +207,29 @@ class RagQueryEngine(BaseQueryEngine):
         self.prompt = _prompt(prompt)
         self.context_template = validate_context_template(context_template)
         self.context_separator = context_separator
+        self.streaming = streaming
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         query = query_bundle.query_str
         chunks = self.retriever.retrieve(query, self.collections, self.profile)
         context = build_context_result(chunks, self.context_template, self.context_separator)
+        metadata: dict[str, Any] = {
+            "sources": [source.as_dict() for source in context.sources],
+            "cited": [],
+            "context": context.context,
+        }
+        nodes = [_node(chunk) for chunk in chunks]
+        if self.streaming:
+            deltas, finished = stream_answer(self.llm, query, context, prompt=self.prompt)
+
+            def response_gen() -> Generator[str, None, None]:
+                yield from deltas
+                metadata["cited"] = list(finished().cited)
+
+            return StreamingResponse(response_gen(), source_nodes=nodes, metadata=metadata)
         result = answer(self.llm, query, context, prompt=self.prompt)
-        return Response(
-            response=result.answer,
-            source_nodes=[_node(chunk) for chunk in chunks],
-            metadata={
-                "sources": [source.as_dict() for source in result.sources],
-                "cited": list(result.cited),
-                "context": context.context,
-            },
-        )
+        metadata["cited"] = list(result.cited)
+        return Response(response=result.answer, source_nodes=nodes, metadata=metadata)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         # Retrieval and the stores are synchronous; running them inline keeps one code path.

@@ -58,6 +58,9 @@ def _handler(state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             reply = state.next_reply()
+            if body.get("stream"):
+                self._stream(reply, body.get("model", "fake"))
+                return
             self._send(
                 200,
                 {
@@ -75,6 +78,27 @@ def _handler(state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 },
             )
+
+        def _stream(self, reply: str, model: str) -> None:
+            """The reply as OpenAI's Server-Sent Events: a delta per word, then [DONE]."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            words = reply.split(" ")
+            deltas = [word if i == 0 else f" {word}" for i, word in enumerate(words)]
+            for delta in deltas:
+                chunk = {
+                    "id": f"chatcmpl-{len(state.requests)}",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}],
+                }
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

@@ -3,6 +3,8 @@ OpenAI-compatible HTTP server on loopback as the LLM."""
 
 from __future__ import annotations
 
+import asyncio
+
 from llama_index.core.chat_engine import CondensePlusContextChatEngine
 from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.memory import ChatMemoryBuffer
@@ -45,7 +47,15 @@ def test_condense_plus_context_retrieves_for_the_condensed_question_and_answers_
         engine = CondensePlusContextChatEngine.from_defaults(
             retriever=retriever, llm=llm, memory=memory
         )
-        response = engine.chat("And how long does that take?")
+        # LlamaIndex's asyncio_run (token counting in the synthesizer) makes a default event
+        # loop and never closes it; give it one this test closes.
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            response = engine.chat("And how long does that take?")
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
 
     assert response.response == ANSWER
     condense, answer = server.prompts()  # one call condenses, one answers

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
+from llama_index.core.base.response.schema import StreamingResponse
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 
@@ -196,6 +197,35 @@ def test_query_engine_returns_sources_in_footnote_order(
     assert [s["relevance"] for s in sources] == [0.981, 0.902]  # cosines 1/1.0198 and 0.92/1.0198
     assert response.metadata["cited"] == [1, 2]
     assert "[Document 2]\nShipping takes five working days." in server.prompts()[0]
+
+
+def test_a_streaming_query_engine_yields_the_answer_then_its_citations(
+    server: FakeLLMServer, llm: LLM, retriever: MultiCollectionRetriever, collection: CollectionInfo
+) -> None:
+    engine = RagQueryEngine(
+        retriever,
+        [CollectionRef(collection, label="Policies")],
+        llm,
+        profile=PROFILE,
+        streaming=True,
+    )
+    response = engine.query(QUESTION)
+
+    assert isinstance(response, StreamingResponse)
+    assert response.metadata is not None
+    # The sources are known before the first delta; the citations once the stream ends.
+    assert [s["footnote_id"] for s in response.metadata["sources"]] == [1, 2]
+    assert response.metadata["cited"] == []
+    deltas = list(response.response_gen)
+    assert len(deltas) > 1  # the server sent a delta per word, and they came one by one
+    assert "".join(deltas) == REPLY
+    assert response.metadata["cited"] == [1, 2]
+    assert server.requests[0]["stream"] is True
+    assert "[Document 2]\nShipping takes five working days." in server.prompts()[0]
+    assert [n.node.get_content() for n in response.source_nodes] == [
+        "Refunds are paid within 30 days.",
+        "Shipping takes five working days.",
+    ]
 
 
 def test_query_engine_prompts_can_be_replaced(
