@@ -12,10 +12,9 @@ from llama_index.core.memory import ChatMemoryBuffer
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.llama_index.query_engine import openai_compatible_llm
 from rag_plugin.llama_index.retriever import RagRetriever
-from rag_plugin.stores.base import ChunkInput, DocumentInput
 from rag_plugin.stores.memory import MemoryStore
 from tests.rag_plugin.llama_index.fake_llm_server import fake_llm_server
-from tests.rag_plugin.llama_index.test_query_engine import CHUNKS, TableEmbedder
+from tests.rag_plugin.llama_index.policies import CHUNKS, TableEmbedder, add_policies
 
 CONDENSED = "How long do refunds take?"
 ANSWER = "Refunds are paid within 30 days."
@@ -23,12 +22,7 @@ ANSWER = "Refunds are paid within 30 days."
 
 def test_condense_plus_context_retrieves_for_the_condensed_question_and_answers_from_it() -> None:
     store = MemoryStore()
-    collection = store.create_collection("policies", dimensions=3, embedding_model="table")
-    inputs, start = [], 0
-    for index, (text, vector) in enumerate(CHUNKS.items()):
-        inputs.append(ChunkInput(index, text, start, start + len(text), vector))
-        start += len(text) + 1
-    store.upsert_document(collection, DocumentInput(source="policies.md"), inputs)
+    collection = add_policies(store)
     # The condensed question embeds next to the refunds chunk, so the retrieval shows which
     # question was searched for.
     embedder = TableEmbedder({**CHUNKS, CONDENSED: [1.0, 0.0, 0.0]})

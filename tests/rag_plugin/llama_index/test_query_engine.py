@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 
 import pytest
 from llama_index.core.base.response.schema import StreamingResponse
@@ -10,7 +10,6 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 
 from rag_plugin.citations import build_context_result
-from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.llama_index.query_engine import (
@@ -24,36 +23,13 @@ from rag_plugin.retrieval import (
     MultiCollectionRetriever,
     RetrievalProfile,
 )
-from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
+from rag_plugin.stores.base import CollectionInfo
 from rag_plugin.stores.memory import MemoryStore
 from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer, fake_llm_server
+from tests.rag_plugin.llama_index.policies import CHUNKS, TableEmbedder, add_policies
 
 QUESTION = "How long do refunds and shipping take?"
-CHUNKS = {
-    "Refunds are paid within 30 days.": [1.0, 0.0, 0.0],
-    "Shipping takes five working days.": [0.8, 0.6, 0.0],
-    "The office closes at five.": [0.0, 0.0, 1.0],
-}
 REPLY = "Refunds are paid within 30 days [1]. Shipping takes five working days [2]."
-
-
-class TableEmbedder(Embedder):
-    """Vectors looked up in a table, so the retrieval order is known in advance."""
-
-    def __init__(self, table: Mapping[str, Sequence[float]]) -> None:
-        super().__init__()
-        self._table = table
-
-    @property
-    def model_name(self) -> str:
-        return "table"
-
-    @property
-    def dimensions(self) -> int:
-        return 3
-
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        return [list(self._table[text]) for text in texts]
 
 
 @pytest.fixture
@@ -74,13 +50,7 @@ def store() -> MemoryStore:
 
 @pytest.fixture
 def collection(store: MemoryStore) -> CollectionInfo:
-    info = store.create_collection("policies", dimensions=3, embedding_model="table")
-    inputs, start = [], 0
-    for index, (text, vector) in enumerate(CHUNKS.items()):
-        inputs.append(ChunkInput(index, text, start, start + len(text), vector))
-        start += len(text) + 1
-    store.upsert_document(info, DocumentInput(source="policies.md", title="Policies"), inputs)
-    return info
+    return add_policies(store)
 
 
 @pytest.fixture
