@@ -3,10 +3,11 @@
 Which plan runs is decided here, explicitly, rather than left to the planner:
 
 - a collection with fewer than ``exact_below`` chunks, or a filtered query whose filter
-  matches fewer than ``exact_below`` chunks (counted with a bounded query that stops there),
-  is ranked exactly: the collection's rows come from the btree on ``collection_id`` (or the
-  GIN index on ``metadata``) and are sorted by ``embedding <op> q``, an expression no HNSW
-  index can serve. Exact, and fast for the many small per-user collections;
+  matches fewer than ``exact_below`` chunks (their ids read from the narrow filter table by a
+  bounded query that stops there), is ranked exactly: the collection's rows come from the
+  btree on ``collection_id`` (or the primary key, for those ids) and are sorted by
+  ``embedding <op> q``, an expression no HNSW index can serve. Exact, and fast for the many
+  small per-user collections;
 - otherwise the query uses the partial HNSW index of its (dimension, metric) by ordering on
   the indexed expression ``embedding::vector(d) <op> q::vector(d)`` under the index's
   predicate, with ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8) so the scan keeps
@@ -26,8 +27,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from rag_plugin.lexical.slots import IntArray
 from rag_plugin.stores.base import ScoredChunk
 from rag_plugin.stores.postgres.filters import SqlFilter
+from rag_plugin.stores.postgres.lexical import allowed_chunks
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -68,41 +71,27 @@ def dense_search(
     """Top ``n`` chunks of the collection by similarity, and the plan that found them."""
     query = vector_literal(vector)
     indexable = row.info.dimensions <= HNSW_MAX_DIMENSIONS
-    if (
-        not indexable
-        or row.chunk_count < exact_below
-        or (
-            filters is not None and _matching(conn, tables, row, filters, exact_below) < exact_below
-        )
-    ):
+    if not indexable or row.chunk_count < exact_below:
         return _exact(conn, tables, row, query, n, filters), DensePlan.EXACT
+    if filters is not None:
+        # The matching ids, read from the filter table no further than the bound: fewer
+        # than that, and the exact plan ranks exactly those rows.
+        matching = allowed_chunks(conn, tables, row, filters, limit=exact_below)
+        if len(matching) < exact_below:
+            return _exact(conn, tables, row, query, n, filters, matching), DensePlan.EXACT
     hits = _approximate(conn, tables, row, query, n, filters, ef_search=ef_search)
     if len(hits) >= n:
         return hits, DensePlan.HNSW
     return _exact(conn, tables, row, query, n, filters), DensePlan.HNSW_THEN_EXACT
 
 
-def _matching(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    row: CollectionRow,
-    filters: SqlFilter,
-    bound: int,
-) -> int:
-    """How many chunks match ``filters``, counting no further than ``bound``."""
-    found = conn.execute(
-        tables(
-            "SELECT count(*) FROM (SELECT 1 FROM {chunks} c WHERE c.collection_id = %(coll)s"
-            " AND {condition} LIMIT %(bound)s) AS matching",
-            condition=filters.condition,
-        ),
-        {**filters.params, "coll": row.id, "bound": bound},
-    ).fetchone()
-    return int(found[0]) if found else 0
-
-
-def _where(filters: SqlFilter | None) -> tuple[sql.Composable, dict[str, Any]]:
-    """The filter as an ``AND`` clause on ``c`` with its parameters (nothing without one)."""
+def _where(
+    filters: SqlFilter | None, matching: IntArray | None = None
+) -> tuple[sql.Composable, dict[str, Any]]:
+    """The filter as an ``AND`` clause on ``c`` with its parameters (nothing without one):
+    the chunk ids that match it when they are known, else the condition on each row."""
+    if matching is not None:
+        return sql.SQL(" AND c.id = ANY(%(matching)s::bigint[])"), {"matching": matching.tolist()}
     if filters is None:
         return sql.SQL(""), {}
     return sql.SQL(" AND {}").format(filters.condition), filters.params
@@ -122,8 +111,9 @@ def _exact(
     query: str,
     n: int,
     filters: SqlFilter | None,
+    matching: IntArray | None = None,
 ) -> list[ScoredChunk]:
-    where, params = _where(filters)
+    where, params = _where(filters, matching)
     rows = conn.execute(
         tables(
             "SELECT {chunk_columns}, c.embedding {op} %(q)s::vector AS distance"

@@ -1,12 +1,14 @@
-"""Metadata filters compiled to SQL over ``rag_chunks.metadata`` (jsonb), parameters only.
+"""Metadata filters compiled to SQL over a chunk's ``metadata`` (jsonb), parameters only.
 
-The rules are :mod:`rag_plugin.filters`' (the memory store evaluates the same expression in
+The condition names ``c.metadata``: both ``rag_chunks`` and ``rag_chunk_filters`` (the narrow
+copy of each chunk's metadata that the legs read matching ids from) have that column. The
+rules are :mod:`rag_plugin.filters`' (the memory store evaluates the same expression in
 Python; the contract suite holds both to one answer). Keys and values only ever travel as
 parameters. Equality-like operators (``==``, ``!=``, ``in``, ``nin``, ``contains``, ``any``,
-``all``) are jsonb containment, which the ``jsonb_path_ops`` GIN index on ``metadata``
-serves; the others read the value under the key and check its JSON type first, so a string
-never compares with a number and a missing key is never an error. Every leaf is two-valued
-(never NULL), so ``not`` negates it exactly.
+``all``) are jsonb containment, which the ``jsonb_path_ops`` GIN index on
+``rag_chunk_filters.metadata`` serves; the others read the value under the key and check its
+JSON type first, so a string never compares with a number and a missing key is never an
+error. Every leaf is two-valued (never NULL), so ``not`` negates it exactly.
 """
 
 from __future__ import annotations

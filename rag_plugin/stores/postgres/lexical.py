@@ -73,16 +73,25 @@ def bm25_search(
 
 
 def allowed_chunks(
-    conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow, filters: SqlFilter
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    filters: SqlFilter,
+    limit: int | None = None,
 ) -> IntArray:
-    """The ids of the collection's chunks whose metadata matches ``filters``."""
+    """The ids of the chunks matching ``filters`` (at most ``limit`` of them), ascending.
+
+    Read from the narrow filter table (migration 13), never from the chunk rows. Its alias is
+    ``c`` because a compiled filter names ``c.metadata``; the table has that column too.
+    """
     found = conn.execute(
         tables(
-            "SELECT array_send(coalesce(array_agg(c.id), ARRAY[]::bigint[])) FROM {chunks} c"
-            " WHERE c.collection_id = %(coll)s AND {condition}",
+            "SELECT array_send(coalesce(array_agg(m.id ORDER BY m.id), ARRAY[]::bigint[]))"
+            " FROM (SELECT c.chunk_id AS id FROM {chunk_filters} c"
+            " WHERE c.collection_id = %(coll)s AND {condition} LIMIT %(limit)s) AS m",
             condition=filters.condition,
         ),
-        {**filters.params, "coll": row.id},
+        {**filters.params, "coll": row.id, "limit": limit},
         binary=True,
     ).fetchone()
     return decode_int_array(found[0], wide=True) if found else np.zeros(0, dtype=np.int64)

@@ -311,6 +311,32 @@ _LONG_KEYS: tuple[Step, ...] = (
     "DROP INDEX IF EXISTS {schema}.rag_vocabulary_trigrams, {schema}.rag_word_vocabulary_trigrams",
 )
 
+# A metadata filter reads the matching chunks' ids from a narrow table of its own, each chunk's
+# metadata beside its id (≈ 100 bytes a row), instead of from the chunk rows (≈ 2 kB: text and
+# vector), which the GIN index on rag_chunks.metadata sent every filter to: at 100k chunks a
+# filter matching 10 % visited 8,076 heap pages of rag_chunks, 12–24 ms per leg and leg, and
+# visits ≈ 1.4k of this table's. Rows are copied by collection, so a collection's are together.
+# rag_chunks keeps its own metadata (results and the HNSW plan's per-row check read it there);
+# both are written by the same statement (writes.py), so they never differ.
+_CHUNK_FILTERS: tuple[Step, ...] = (
+    """
+    CREATE TABLE {schema}.rag_chunk_filters (
+        chunk_id bigint PRIMARY KEY,
+        collection_id bigint NOT NULL,
+        metadata jsonb NOT NULL
+    )
+    """,
+    """
+    INSERT INTO {schema}.rag_chunk_filters (chunk_id, collection_id, metadata)
+    SELECT id, collection_id, metadata FROM {schema}.rag_chunks ORDER BY collection_id, id
+    """,
+    """
+    CREATE INDEX rag_chunk_filters_metadata ON {schema}.rag_chunk_filters
+        USING gin (metadata jsonb_path_ops)
+    """,
+    "DROP INDEX {schema}.rag_chunks_metadata",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -327,5 +353,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "postings in blocks per term and word, a forward index per chunk", _BLOCKS),
     Migration(11, "deletion keys of both vocabularies, for near-entry lookups", _DELETION_KEYS),
     Migration(12, "deletion keys of long entries' prefixes; no trigram indexes", _LONG_KEYS),
+    Migration(13, "chunk metadata for filters in a narrow table of its own", _CHUNK_FILTERS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

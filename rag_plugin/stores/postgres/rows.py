@@ -30,6 +30,7 @@ TABLE_NAMES = (
     "collections",
     "documents",
     "chunks",
+    "chunk_filters",
     "term_blocks",
     "chunk_terms",
     "vocabulary",

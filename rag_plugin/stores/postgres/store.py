@@ -18,8 +18,8 @@ with the corpus.
 
 Collection names are validated before any SQL; identifiers go through ``psycopg.sql``; values
 are parameters. Every query is scoped by the collection's owner (``owner IS NOT DISTINCT FROM``)
-and applies metadata filters before ranking (the lexical legs read the ids of the matching
-chunks in SQL and rank only those).
+and applies metadata filters before ranking (the legs read the ids of the matching chunks
+from a narrow table of each chunk's metadata, ``rag_chunk_filters``, and rank only those).
 """
 
 from __future__ import annotations

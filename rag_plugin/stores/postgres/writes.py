@@ -221,7 +221,13 @@ def _remove_chunks(
 ) -> None:
     """Remove a document's chunks and postings, lowering df and dropping keys left at 0."""
     remove_postings(conn, tables, collection_id, document_id)
-    conn.execute(tables("DELETE FROM {chunks} WHERE document_id = %s"), (document_id,))
+    conn.execute(
+        tables(
+            "WITH gone AS (DELETE FROM {chunks} WHERE document_id = %s RETURNING id)"
+            " DELETE FROM {chunk_filters} WHERE chunk_id IN (SELECT id FROM gone)"
+        ),
+        (document_id,),
+    )
 
 
 def delete_document(
@@ -358,10 +364,12 @@ def _insert_chunks(
             "tags": prepared.tags,
         }
         metadata.append(json.dumps({**prepared.metadata, **item.metadata, **base}))
+    # The filter table's copy of the metadata comes from the same statement (migration 13).
     conn.execute(
         tables(
-            "INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key, content,"
-            " start_offset, end_offset, metadata, token_count, dimensions, metric, embedding)"
+            "WITH added AS (INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key,"
+            " content, start_offset, end_offset, metadata, token_count, dimensions, metric,"
+            " embedding)"
             " SELECT %(coll)s, u.doc, u.idx, u.doc || '_' || u.idx, u.content, u.start_at,"
             " u.end_at, u.metadata::jsonb, u.length, %(dims)s, %(metric)s,"
             " (%(values)b::float8[])[u.vector_end - %(dims)s + 1 : u.vector_end]::vector"
@@ -369,6 +377,9 @@ def _insert_chunks(
             " %(start)b::integer[], %(end)b::integer[], %(metadata)b::text[],"
             " %(length)b::integer[], %(ends)b::integer[])"
             " AS u(doc, idx, content, start_at, end_at, metadata, length, vector_end)"
+            " RETURNING id, collection_id, metadata)"
+            " INSERT INTO {chunk_filters} (chunk_id, collection_id, metadata)"
+            " SELECT id, collection_id, metadata FROM added"
         ),
         {
             "coll": row.id,
@@ -416,6 +427,7 @@ def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: Collec
         "DELETE FROM {term_deletes} WHERE collection_id = %s",
         "DELETE FROM {word_deletes} WHERE collection_id = %s",
         "DELETE FROM {word_vocabulary} WHERE collection_id = %s",
+        "DELETE FROM {chunk_filters} WHERE collection_id = %s",
         "DELETE FROM {vocabulary} WHERE collection_id = %s",
         "DELETE FROM {chunks} WHERE collection_id = %s",
         "DELETE FROM {documents} WHERE collection_id = %s",

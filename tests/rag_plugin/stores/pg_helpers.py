@@ -112,6 +112,27 @@ def statistics_mismatches(
             )
             for name in ("term", "word")
         }
+        # Every chunk's row in the filter table, with the same collection and metadata, and
+        # no row there for a chunk that is gone (of any collection); before migration 13
+        # there is no such table.
+        has_filters = conn.execute(
+            "SELECT to_regclass(format('%%I.rag_chunk_filters', %s::text)) IS NOT NULL",
+            (schema,),
+        ).fetchone()
+        filter_rows = (
+            []
+            if not has_filters or not has_filters[0]
+            else conn.execute(
+                sql.SQL(
+                    "SELECT c.id, f.chunk_id FROM {chunks} c FULL JOIN {filters} f"
+                    " ON f.chunk_id = c.id AND f.collection_id = c.collection_id"
+                    " AND f.metadata = c.metadata"
+                    " WHERE (c.id IS NULL OR f.chunk_id IS NULL)"
+                    " AND (c.collection_id = %s OR c.id IS NULL)"
+                ).format(chunks=table("chunks"), filters=table("chunk_filters")),
+                (collection_id,),
+            ).fetchall()
+        )
         document_rows = conn.execute(
             sql.SQL(
                 "SELECT count(*), coalesce(sum(chunk_count), 0) FROM {} WHERE collection_id = %s"
@@ -171,6 +192,8 @@ def statistics_mismatches(
             problems.append(
                 f"{name} deletion keys differ: {len(deletion_rows[name] ^ expected_keys)}"
             )
+    if filter_rows:
+        problems.append(f"filter rows differ from the chunks': {filter_rows[:5]}")
     if (chunks, tokens) != (len(rows), total):
         problems.append(f"N, sum(dl) stored {(chunks, tokens)} != recounted {(len(rows), total)}")
     if document_rows is None or (documents, chunks) != tuple(document_rows):
@@ -178,13 +201,28 @@ def statistics_mismatches(
     return problems
 
 
-def downgrade_to_version_11(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Undo migration 12 in ``schema``: only entries of at most ten characters have deletion
-    keys, and the trigram indexes are back."""
+def downgrade_to_version_12(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Undo migration 13 in ``schema``: no filter table, the GIN index on the chunk rows."""
 
     def run(statement: str) -> None:
         conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
 
+    run("DROP TABLE {schema}.rag_chunk_filters")
+    run(
+        "CREATE INDEX rag_chunks_metadata ON {schema}.rag_chunks"
+        " USING gin (metadata jsonb_path_ops)"
+    )
+    run("DELETE FROM {schema}.rag_schema_version WHERE version >= 13")
+
+
+def downgrade_to_version_11(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Undo migrations 12 and 13 in ``schema``: only entries of at most ten characters have
+    deletion keys, and the trigram indexes are back."""
+
+    def run(statement: str) -> None:
+        conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+    downgrade_to_version_12(conn, schema)
     for table in ("rag_term_deletes", "rag_word_deletes"):
         conn.execute(
             sql.SQL("DELETE FROM {} WHERE char_length(entry) > %s").format(

@@ -12,6 +12,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
+from rag_plugin.filters import filters_from_json
 from rag_plugin.stores.base import CollectionInfo, DocumentInput, Store
 from rag_plugin.stores.postgres import (
     SCHEMA_VERSION,
@@ -23,7 +24,12 @@ from rag_plugin.stores.postgres.schema import MIGRATIONS, Migration, current_ver
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
 
-from .pg_helpers import downgrade_to_version_9, downgrade_to_version_11, statistics_mismatches
+from .pg_helpers import (
+    downgrade_to_version_9,
+    downgrade_to_version_11,
+    downgrade_to_version_12,
+    statistics_mismatches,
+)
 from .store_contract import CORPUS, StoreContract, chunk_inputs
 
 
@@ -177,6 +183,51 @@ def test_migration_12_keys_the_long_entries_and_drops_the_trigram_indexes(
         expected
     )
     assert len(expected) == 2
+
+
+def test_migration_13_copies_every_chunks_metadata_into_the_filter_table(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    texts = ["alpha beta", "beta gamma", "gamma alpha", "alpha"]
+    metadata = [{"year": 2020 + i, "topic": ["a", "b"][i % 2]} for i in range(4)]
+    _, chunks = chunk_inputs(texts, [[1.0, float(i)] for i in range(4)], metadata)
+    store.upsert_document(collection, DocumentInput(source="a"), chunks)
+    other = store.create_collection("other", dimensions=2, embedding_model="m")
+    _, chunks = chunk_inputs(["alpha"], [[1.0, 0.0]], [{"topic": "a"}])
+    store.upsert_document(other, DocumentInput(source="b"), chunks)
+    where = filters_from_json(
+        {
+            "condition": "or",
+            "filters": [
+                {"key": "year", "operator": ">", "value": 2022},
+                {"key": "topic", "value": "b"},
+            ],
+        }
+    )
+
+    def answers() -> list[list[str]]:
+        return [
+            [h.chunk.id for h in store.dense(collection, [1.0, 0.5], 10, where)],
+            [h.chunk.id for h in store.bm25(collection, "alpha", 10, where)],
+            [h.chunk.id for h in store.fuzzy(collection, "alpah", 10, where)],
+        ]
+
+    expected = answers()
+    with psycopg.connect(dsn) as conn:
+        downgrade_to_version_12(conn, pg_schema)
+        conn.commit()
+        assert ensure_schema(conn, pg_schema) == SCHEMA_VERSION
+        copied = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(
+                sql.Identifier(pg_schema, "rag_chunk_filters")
+            )
+        ).fetchone()
+    assert copied == (5,)
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+    assert statistics_mismatches(dsn, pg_schema, "other") == []
+    assert answers() == expected
+    assert [len(ids) for ids in expected] == [2, 1, 1]
 
 
 def test_a_schema_newer_than_the_code_is_refused(
