@@ -191,6 +191,9 @@ RAG = {
     "LLM_MODEL": os.environ.get("RAG_LLM_MODEL", ""),
     "LLM_API_KEY": os.environ.get("RAG_LLM_API_KEY", ""),
     "LLM_TIMEOUT_SECONDS": float(os.environ.get("RAG_LLM_TIMEOUT_SECONDS", "60")),
+    # /api/rag/chat rewrites a follow-up question from the history with this prompt
+    # ({chat_history}, {question}); empty: LlamaIndex's condense prompt.
+    "CHAT_CONDENSE_PROMPT": os.environ.get("RAG_CHAT_CONDENSE_PROMPT", ""),
     "HNSW": {
         "hnsw_m": int(os.environ.get("RAG_HNSW_M", "16")),
         "hnsw_ef_construction": int(os.environ.get("RAG_HNSW_EF_CONSTRUCTION", "128")),
@@ -208,6 +211,9 @@ RAG_API = {
     # What one request may ask for (portal/api/serializers.py; README "Security").
     "MAX_QUERY_WORDS": int(os.environ.get("RAG_MAX_QUERY_WORDS", "128")),
     "MAX_CONTEXT_COLLECTIONS": int(os.environ.get("RAG_MAX_CONTEXT_COLLECTIONS", "20")),
+    # A chat request's history: messages, and characters in each (portal/api/chat.py).
+    "MAX_CHAT_MESSAGES": int(os.environ.get("RAG_MAX_CHAT_MESSAGES", "20")),
+    "MAX_CHAT_MESSAGE_CHARS": int(os.environ.get("RAG_MAX_CHAT_MESSAGE_CHARS", "4000")),
     "MAX_BATCH_DOCUMENTS": int(os.environ.get("RAG_MAX_BATCH_DOCUMENTS", "100")),
     "MAX_BATCH_CONTENT_BYTES": int(
         os.environ.get("RAG_MAX_BATCH_CONTENT_BYTES", str(2 * 1024 * 1024))

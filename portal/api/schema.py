@@ -120,6 +120,12 @@ class ContextInputScheme(_AlternativeFieldsScheme):  # type: ignore[no-untyped-c
     alternatives = ("profile", "collections")
 
 
+class ChatInputScheme(ContextInputScheme):  # type: ignore[no-untyped-call]
+    """A chat request, like a context request, takes a profile or a list of collections."""
+
+    target_class = "portal.api.chat.ChatInput"
+
+
 # -- the metadata filter grammar (rag_plugin.filters.filters_from_json) ----------------------
 
 _SCALAR = {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}

@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from portal.api import views
+from portal.api import chat, views
 
 urlpatterns = [
     path("auth/login", views.LoginView.as_view(), name="api-login"),
@@ -20,6 +20,7 @@ urlpatterns = [
     path("rag/documents/<str:document_id>", views.DocumentView.as_view(), name="api-document"),
     path("rag/context", views.ContextView.as_view(), name="api-context"),
     path("rag/answer", views.AnswerView.as_view(), name="api-answer"),
+    path("rag/chat", chat.ChatView.as_view(), name="api-chat"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -52,6 +52,7 @@ __all__ = [
     "AnswerResult",
     "RagQueryEngine",
     "answer",
+    "answer_result",
     "openai_compatible_llm",
     "stream_answer",
 ]
@@ -102,7 +103,7 @@ def answer(
     """
     template, context_str = _prompt_parts(query, context, prompt)
     reply = llm.predict(template, context_str=context_str, query_str=query)
-    return _result(reply, context, template.format(context_str=context_str, query_str=query))
+    return answer_result(reply, context, template.format(context_str=context_str, query_str=query))
 
 
 def stream_answer(
@@ -124,7 +125,7 @@ def stream_answer(
 
     def result() -> AnswerResult:
         text = template.format(context_str=context_str, query_str=query)
-        return _result("".join(parts), context, text)
+        return answer_result("".join(parts), context, text)
 
     return deltas(), result
 
@@ -138,7 +139,8 @@ def _prompt_parts(
     return _prompt(prompt), context.context if context.sources else NO_CONTEXT
 
 
-def _result(reply: str, context: ContextResult, prompt: str) -> AnswerResult:
+def answer_result(reply: str, context: ContextResult, prompt: str) -> AnswerResult:
+    """``reply`` with the footnotes it cites that exist in ``context`` (invented ones left out)."""
     cited = tuple(n for n in cited_footnotes(reply) if 1 <= n <= len(context.sources))
     return AnswerResult(answer=reply, cited=cited, sources=context.sources, prompt=prompt)
 

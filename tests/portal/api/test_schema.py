@@ -25,6 +25,7 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
         "/api/rag/documents/{document_id}": {"get", "delete"},
         "/api/rag/context": {"post"},
         "/api/rag/answer": {"post"},
+        "/api/rag/chat": {"post"},
     }
     ingest = schema["components"]["schemas"]["IngestInput"]
     assert set(ingest["required"]) == {"collection", "content"}
@@ -55,10 +56,17 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
         {"required": ["username"]},
         {"required": ["email"]},
     ]
-    assert components["ContextInput"]["oneOf"] == [
-        {"required": ["profile"]},
-        {"required": ["collections"]},
-    ]
+    for name in ("ContextInput", "ChatInput"):
+        assert components[name]["oneOf"] == [
+            {"required": ["profile"]},
+            {"required": ["collections"]},
+        ]
+    chat = components["ChatInput"]
+    assert "query" not in chat["properties"]
+    assert chat["required"] == ["messages"]
+    assert chat["properties"]["messages"]["maxItems"] == 20
+    assert components["ChatMessageInput"]["properties"]["content"]["maxLength"] == 4000
+    assert components["RoleEnum"]["enum"] == ["user", "assistant"]
     assert {"MetadataFilters", "MetadataFilterGroup", "MetadataFilter", "EqualityFilters"} <= set(
         components
     )

@@ -1,7 +1,8 @@
 """A tiny OpenAI-compatible chat completions server on 127.0.0.1, for answer-path tests.
 
 It answers ``POST /v1/chat/completions`` with canned replies (one per request, the last one
-repeated) and records every request body, so tests can assert what the LLM was sent.
+repeated; a test can queue replies for its own next requests) and records every request
+body, so tests can assert what the LLM was sent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ class FakeLLMServer:
 
     replies: Sequence[str]
     port: int = 0
+    queued: list[str] = field(default_factory=list)
+    """Replies for the next requests, first in first out, before ``replies`` apply again."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -39,6 +42,8 @@ class FakeLLMServer:
 
     def next_reply(self) -> str:
         with self.lock:
+            if self.queued:
+                return self.queued.pop(0)
             index = min(len(self.requests) - 1, len(self.replies) - 1)
             return self.replies[index]
 

@@ -1,0 +1,157 @@
+"""``POST /api/rag/chat``: a conversation turn over collections (SPEC R6), against the live
+server and the loopback OpenAI-compatible LLM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import PortalServer
+from tests.portal.api.test_context import ACME, ingest
+from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer
+
+OWNER = "DG Agentur is owned by the Example Group, a family company."
+SEAT = "The headquarters of DG Agentur stand in Berlin, next to the river."
+HISTORY = [
+    {"role": "user", "content": "Who owns DG Agentur?"},
+    {"role": "assistant", "content": "The Example Group owns it [1]."},
+    {"role": "user", "content": "and where is it?"},
+]
+
+
+def chat(server: PortalServer, body: dict[str, Any], user: str = "alice") -> Any:
+    with server.api(ACME, user) as api:
+        return api.post("/api/rag/chat", json=body)
+
+
+@pytest.fixture(scope="module")
+def company(portal_server: PortalServer) -> tuple[str, str, str]:
+    """A collection of alice's with the two documents; returns it and their ids."""
+    collection = portal_server.new_source()
+    owner = ingest(portal_server, "alice", collection, OWNER, title="Owner")
+    seat = ingest(portal_server, "alice", collection, SEAT, title="Seat")
+    return collection, owner, seat
+
+
+def test_chat_condenses_the_question_searches_for_it_and_answers_with_the_history(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    collection, _, seat = company
+    condensed = "In which city are the headquarters of DG Agentur?"
+    reply = "They stand in Berlin [1]."
+    before = len(fake_llm.requests)
+    fake_llm.queued[:] = [condensed, reply]
+    response = chat(
+        portal_server,
+        {"collections": [{"name": collection}], "messages": HISTORY, "k": 1, "min_relevance": 0},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["condense"], body["condensed_query"]) == ("llm", condensed)
+    # Searched for the condensed question: its one hit is the headquarters document, which
+    # shares no word with "and where is it?".
+    assert [source["document_id"] for source in body["sources"]] == [seat]
+    assert (body["answer"], body["cited"], body["message"]) == (reply, [1], None)
+    assert body["usage"] == {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    condense_call, answer_call = fake_llm.requests[before : before + 2]
+    assert len(fake_llm.requests) == before + 2
+    condense_prompt = condense_call["messages"][-1]["content"]
+    for message in HISTORY[:-1]:
+        assert f"{message['role']}: {message['content']}" in condense_prompt
+    assert "Follow Up Input: and where is it?" in condense_prompt
+    # The answer: the system prompt with the numbered context, then the conversation as is.
+    roles = [message["role"] for message in answer_call["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert f"[Document 1]\n{SEAT}" in answer_call["messages"][0]["content"]
+    assert [m["content"] for m in answer_call["messages"][1:]] == [m["content"] for m in HISTORY]
+
+
+def test_chat_lists_the_cited_sources_first(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    collection, _, _ = company
+    fake_llm.queued[:] = ["DG Agentur", "Berlin [2], owned by a family [2][1]."]
+    response = chat(
+        portal_server,
+        {"collections": [{"name": collection}], "messages": HISTORY, "min_relevance": 0},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["cited"] == [2, 1]
+    assert [source["footnote_id"] for source in body["sources"]] == [2, 1]
+
+
+def test_one_message_is_its_own_query_and_needs_one_llm_call(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    collection, _, _ = company
+    before = len(fake_llm.requests)
+    fake_llm.queued[:] = ["Berlin [1]."]
+    response = chat(
+        portal_server,
+        {"collections": [{"name": collection}], "messages": [HISTORY[0]]},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["condense"], body["condensed_query"]) == ("none", HISTORY[0]["content"])
+    assert len(fake_llm.requests) == before + 1
+
+
+def test_chat_without_an_llm_searches_the_last_two_user_messages_and_says_so(
+    portal_server_without_llm: PortalServer, company: tuple[str, str, str]
+) -> None:
+    collection, _, _ = company
+    response = chat(
+        portal_server_without_llm,
+        {"collections": [{"name": collection}], "messages": HISTORY, "min_relevance": 0},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["condense"] == "previous_user_message"
+    assert body["condensed_query"] == "Who owns DG Agentur?\nand where is it?"
+    assert (body["answer"], body["cited"], body["usage"]) == (None, [], None)
+    assert "No LLM is configured" in body["message"]
+    assert body["sources"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        ([], "messages"),
+        (HISTORY[:2], "The last message must be the user's question"),
+        ([{"role": "system", "content": "obey"}], "role"),
+        ([{"role": "user", "content": "  "}], "content"),
+        ([{"role": "user", "content": "x" * 4001}], "content"),
+        ([{"role": "user", "content": "hi", "name": "x"}], "name"),
+        ([HISTORY[0]] * 21, "RAG_MAX_CHAT_MESSAGES"),
+    ],
+    ids=["empty", "assistant-last", "bad-role", "blank", "too-long", "extra-key", "too-many"],
+)
+def test_bad_conversations_are_refused_naming_the_field(
+    portal_server: PortalServer,
+    fake_llm: FakeLLMServer,
+    company: tuple[str, str, str],
+    messages: list[dict[str, str]],
+    says: str,
+) -> None:
+    before = len(fake_llm.requests)
+    response = chat(portal_server, {"collections": [{"name": company[0]}], "messages": messages})
+    assert response.status_code == 400, response.text
+    assert says in response.text
+    assert response.json()["error"].startswith("messages")
+    assert len(fake_llm.requests) == before  # refused before any LLM call
+
+
+def test_a_chat_takes_a_profile_or_collections_not_both(
+    portal_server: PortalServer, company: tuple[str, str, str]
+) -> None:
+    response = chat(
+        portal_server,
+        {"profile": "p", "collections": [{"name": company[0]}], "messages": [HISTORY[0]]},
+    )
+    assert response.status_code == 400
+    assert "either a profile or a list of collections" in response.text
+    response = chat(portal_server, {"collections": [{"name": company[0]}], "query": "x"})
+    assert response.status_code == 400
+    assert "query" in response.text
