@@ -2,27 +2,46 @@
 
 The request is a context request (``portal.api.serializers.ContextInput``) whose question is
 the last of ``messages``; the others are the history. The answer's sources list the footnotes
-it cites first, in citation order, then the rest.
+it cites first, in citation order, then the rest. With ``"stream": true`` the answer comes as
+Server-Sent Events (``EVENTS`` below says which), from a thread of a threaded gunicorn worker.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_serializer
+from django.http import HttpResponseBase, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from llama_index.core.llms import ChatMessage, MessageRole
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import serializers as s
-from portal.api.fields import BoundedListField, InputSerializer, StrictCharField
+from portal.api.fields import (
+    BoundedListField,
+    InputSerializer,
+    StrictBooleanField,
+    StrictCharField,
+)
 from portal.api.views import ERRORS, caller, context_body, profile_overrides
-from portal.rag.chat import profile_chat
+from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
 from portal.rag.profiles import RequestedCollection
+
+logger = logging.getLogger("portal.rag")
 
 MAX_CHAT_MESSAGES = int(settings.RAG_API["MAX_CHAT_MESSAGES"])
 MAX_CHAT_MESSAGE_CHARS = int(settings.RAG_API["MAX_CHAT_MESSAGE_CHARS"])
@@ -68,6 +87,12 @@ class ChatInput(s.ContextInput):
         too_long="{length} messages; the limit is {max_length} (RAG_MAX_CHAT_MESSAGES).",
     )
 
+    stream = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Answer as Server-Sent Events (text/event-stream) instead of one JSON body.",
+    )
+
     def validate_messages(self, value: list[dict[str, str]]) -> list[dict[str, str]]:
         if value and value[-1]["role"] != "user":
             raise serializers.ValidationError(
@@ -96,26 +121,117 @@ class ChatOutput(s.AnswerOutput):
     usage = UsageOutput(allow_null=True)
 
 
+EVENTS = """With `"stream": true` the answer comes as Server-Sent Events, in this order:
+
+- `sources`: what a JSON answer holds besides the answer (`sources` in footnote order,
+  `context`, `profile`, `relevance_fallback`, `skipped_collections`, `condensed_query`,
+  `condense`);
+- `delta`, any number: `{"text": ...}`, the answer's next piece as the LLM writes it;
+- `done`: `{"answer", "cited", "usage", "message"}` (the whole answer, the footnotes it cites
+  in citation order; without an LLM `answer` is null and `message` says why);
+- or, if the LLM fails after the stream started, `error`: `{"error", "code"}` instead of
+  `done`.
+
+Errors before the stream starts (validation, the condensing LLM call, retrieval) are the
+usual JSON error responses."""
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+class EventStreamRenderer(BaseRenderer):
+    """``text/event-stream``: a streamed chat answer; anything else rendered for a client that
+    asked for events (an error response) is one ``error`` event with the JSON body."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        return _event("error", data if isinstance(data, dict) else {"error": str(data)})
+
+
+def _events(stream: ChatStream) -> Iterator[bytes]:
+    """The turn as Server-Sent Events (``EVENTS``); closing it closes the LLM's stream."""
+    try:
+        yield _event(
+            "sources",
+            {
+                **context_body(stream.found),
+                "condensed_query": stream.condensed_query,
+                "condense": stream.condense,
+            },
+        )
+        try:
+            for delta in stream.deltas:
+                yield _event("delta", {"text": delta})
+            turn = stream.finish()
+        except Exception as exc:  # the LLM client's errors, after the response has started
+            logger.warning("LLM stream failed: %s", exc)
+            yield _event(
+                "error",
+                {"error": f"The LLM service failed: {exc}", "code": "EXTERNAL_SERVICE_ERROR"},
+            )
+            return
+        yield _event(
+            "done",
+            {
+                "answer": turn.answer,
+                "cited": list(turn.cited),
+                "usage": turn.usage,
+                "message": turn.message,
+            },
+        )
+    finally:
+        close = getattr(stream.deltas, "close", None)
+        if close is not None:  # a client that went away stops the upstream request
+            close()
+
+
 class ChatView(APIView):
     """Answer the last message with the conversation as history and [N] citations (R6)."""
 
     permission_classes = (IsAuthenticated,)
+    renderer_classes = (JSONRenderer, EventStreamRenderer)
 
-    @extend_schema(request=ChatInput, responses={200: ChatOutput, **ERRORS})
-    def post(self, request: Request) -> Response:
+    @extend_schema(
+        request=ChatInput,
+        responses={
+            (200, "application/json"): ChatOutput,
+            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=EVENTS),
+            **ERRORS,
+        },
+        description=EVENTS,
+    )
+    def post(self, request: Request) -> HttpResponseBase:
         body = ChatInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        turn = profile_chat(
-            user=caller(request),
-            messages=[
+        turn_request: dict[str, Any] = {
+            "user": caller(request),
+            "messages": [
                 ChatMessage(role=MessageRole(m["role"]), content=m["content"])
                 for m in data["messages"]
             ],
-            profile=data.get("profile"),
-            collections=[RequestedCollection(**c) for c in data.get("collections", [])],
-            overrides=profile_overrides(data),
-        )
+            "profile": data.get("profile"),
+            "collections": [RequestedCollection(**c) for c in data.get("collections", [])],
+            "overrides": profile_overrides(data),
+        }
+        if data["stream"]:
+            response = StreamingHttpResponse(
+                _events(profile_chat_stream(**turn_request)),
+                content_type="text/event-stream; charset=utf-8",
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"  # a proxy passes each event on at once
+            return response
+        turn = profile_chat(**turn_request)
         found = context_body(turn.found)
         return Response(
             {

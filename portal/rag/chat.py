@@ -9,14 +9,14 @@ condense prompt and the limits of the deployment, and retrieves with
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
-from llama_index.core.llms import ChatMessage
+from llama_index.core.llms import LLM, ChatMessage
 
 from portal.api.errors import UpstreamError
 from portal.rag.profiles import NO_LLM_MESSAGE, ProfileContext, RequestedCollection, profile_context
@@ -27,6 +27,7 @@ from rag_plugin.llama_index.chat import (
     chat_answer,
     condense_question,
     heuristic_query,
+    stream_chat_answer,
     validate_condense_prompt,
 )
 
@@ -80,15 +81,28 @@ def _bounded(query: str) -> str:
     return " ".join(words[:limit]) if len(words) > limit else query
 
 
-def profile_chat(
-    *,
+@dataclass(frozen=True)
+class ChatStream:
+    """A turn whose answer is still to come: the retrieval is done, the deltas are not read."""
+
+    found: ProfileContext
+    condensed_query: str
+    condense: str
+    deltas: Iterator[str]
+    """Empty when no LLM is configured (then :attr:`message` says so)."""
+    finish: Callable[[], ChatTurn]
+    """The whole turn (answer, citations, usage) once :attr:`deltas` are read."""
+    message: str | None
+
+
+def _prepare(
     user: AbstractBaseUser,
     messages: Sequence[ChatMessage],
-    profile: str | None = None,
-    collections: Sequence[RequestedCollection] = (),
-    overrides: dict[str, Any] | None = None,
-) -> ChatTurn:
-    """Answer the last of ``messages`` from the collections, with the others as history."""
+    profile: str | None,
+    collections: Sequence[RequestedCollection],
+    overrides: dict[str, Any] | None,
+) -> tuple[LLM | None, ProfileContext, str, str]:
+    """The LLM, the retrieval for the condensed question, the query and how it was made."""
     model = llm()
     question = str(messages[-1].content)
     if len(messages) == 1:
@@ -102,7 +116,44 @@ def profile_chat(
     found = profile_context(
         user=user, query=query, profile=profile, collections=collections, overrides=overrides
     )
+    return model, found, query, how
+
+
+def profile_chat(
+    *,
+    user: AbstractBaseUser,
+    messages: Sequence[ChatMessage],
+    profile: str | None = None,
+    collections: Sequence[RequestedCollection] = (),
+    overrides: dict[str, Any] | None = None,
+) -> ChatTurn:
+    """Answer the last of ``messages`` from the collections, with the others as history."""
+    model, found, query, how = _prepare(user, messages, profile, collections, overrides)
     if model is None:
         return ChatTurn(found, query, how, None, (), None, NO_LLM_MESSAGE)
     reply = _llm_call(lambda: chat_answer(model, messages, found.context))
     return ChatTurn(found, query, how, reply.result.answer, reply.result.cited, reply.usage, None)
+
+
+def profile_chat_stream(
+    *,
+    user: AbstractBaseUser,
+    messages: Sequence[ChatMessage],
+    profile: str | None = None,
+    collections: Sequence[RequestedCollection] = (),
+    overrides: dict[str, Any] | None = None,
+) -> ChatStream:
+    """Like :func:`profile_chat`, with the answer streamed: condensing and retrieval happen
+    here (their errors are the request's), the LLM's answer as the deltas are read."""
+    model, found, query, how = _prepare(user, messages, profile, collections, overrides)
+    if model is None:
+        turn = ChatTurn(found, query, how, None, (), None, NO_LLM_MESSAGE)
+        return ChatStream(found, query, how, iter(()), lambda: turn, NO_LLM_MESSAGE)
+    deltas, result = stream_chat_answer(model, messages, found.context)
+
+    def finish() -> ChatTurn:
+        reply = result()
+        answer = reply.result
+        return ChatTurn(found, query, how, answer.answer, answer.cited, reply.usage, None)
+
+    return ChatStream(found, query, how, deltas, finish, None)

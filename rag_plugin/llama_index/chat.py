@@ -8,8 +8,9 @@ the middle one the caller's (the portal retrieves with a profile's collections):
    ``CondensePlusContextChatEngine`` uses); without an LLM, :func:`heuristic_query` joins the
    previous user message to the latest one;
 2. retrieval for that query, numbered as a :class:`~rag_plugin.citations.ContextResult`;
-3. :func:`chat_answer` — the system prompt with the numbered context, then the history and the
-   question as chat messages; the answer's ``[N]`` citations are mapped to the sources.
+3. :func:`chat_answer` (or :func:`stream_chat_answer`, delta by delta) — the system prompt
+   with the numbered context, then the history and the question as chat messages; the
+   answer's ``[N]`` citations are mapped to the sources.
 
 A LlamaIndex pipeline that wants all of it inside LlamaIndex can use the stock
 ``CondensePlusContextChatEngine`` over :class:`~rag_plugin.llama_index.RagRetriever`.
@@ -17,7 +18,7 @@ A LlamaIndex pipeline that wants all of it inside LlamaIndex can use the stock
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ __all__ = [
     "chat_answer",
     "condense_question",
     "heuristic_query",
+    "stream_chat_answer",
     "validate_condense_prompt",
     "validate_messages",
 ]
@@ -124,17 +126,61 @@ def chat_answer(
     system_prompt: str = DEFAULT_CHAT_SYSTEM_PROMPT,
 ) -> ChatAnswer:
     """Answer the last message from ``context`` with the conversation as chat history."""
+    chat = _answer_messages(messages, context, system_prompt)
+    response = llm.chat(chat)
+    reply = response.message.content or ""
+    return ChatAnswer(answer_result(reply, context, _history_text(chat)), _usage(response.raw))
+
+
+def stream_chat_answer(
+    llm: LLM,
+    messages: Sequence[ChatMessage],
+    context: ContextResult,
+    *,
+    system_prompt: str = DEFAULT_CHAT_SYSTEM_PROMPT,
+) -> tuple[Iterator[str], Callable[[], ChatAnswer]]:
+    """Like :func:`chat_answer`, streamed: the answer's text deltas as the LLM sends them, and
+    a function that returns the :class:`ChatAnswer` (citations, usage) once they are read.
+
+    Closing the delta iterator early closes the LLM's stream with it.
+    """
+    chat = _answer_messages(messages, context, system_prompt)
+    parts: list[str] = []
+    usage: list[dict[str, int]] = []
+
+    def deltas() -> Iterator[str]:
+        stream = llm.stream_chat(chat)
+        try:
+            for response in stream:
+                found = _usage(response.raw)
+                if found:
+                    usage[:] = [found]
+                if response.delta:
+                    parts.append(response.delta)
+                    yield response.delta
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def result() -> ChatAnswer:
+        reply = answer_result("".join(parts), context, _history_text(chat))
+        return ChatAnswer(reply, usage[0] if usage else None)
+
+    return deltas(), result
+
+
+def _answer_messages(
+    messages: Sequence[ChatMessage], context: ContextResult, system_prompt: str
+) -> list[ChatMessage]:
+    """The system prompt with the numbered context, then the conversation."""
     validate_messages(messages)
     if "{context_str}" not in system_prompt:
         raise InvalidInputError("The chat system prompt must contain {context_str}.")
     system = system_prompt.replace(
         "{context_str}", context.context if context.sources else NO_CONTEXT
     )
-    chat = [ChatMessage(role=MessageRole.SYSTEM, content=system), *messages]
-    response = llm.chat(chat)
-    reply = response.message.content or ""
-    prompt = _history_text(chat)
-    return ChatAnswer(answer_result(reply, context, prompt), _usage(response.raw))
+    return [ChatMessage(role=MessageRole.SYSTEM, content=system), *messages]
 
 
 def _usage(raw: Any) -> dict[str, int] | None:

@@ -3,13 +3,15 @@ server and the loopback OpenAI-compatible LLM."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from httpx_sse import connect_sse
 
 from tests.conftest import PortalServer
 from tests.portal.api.test_context import ACME, ingest
-from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer
+from tests.rag_plugin.llama_index.fake_llm_server import FAIL, FakeLLMServer
 
 OWNER = "DG Agentur is owned by the Example Group, a family company."
 SEAT = "The headquarters of DG Agentur stand in Berlin, next to the river."
@@ -155,3 +157,77 @@ def test_a_chat_takes_a_profile_or_collections_not_both(
     response = chat(portal_server, {"collections": [{"name": company[0]}], "query": "x"})
     assert response.status_code == 400
     assert "query" in response.text
+
+
+def events(server: PortalServer, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The chat's Server-Sent Events, read with a standard SSE client."""
+    with (
+        server.api(ACME, "alice") as api,
+        connect_sse(api, "POST", "/api/rag/chat", json={**body, "stream": True}) as source,
+    ):
+        assert source.response.status_code == 200, source.response.read()
+        assert source.response.headers["content-type"].startswith("text/event-stream")
+        return [(event.event, json.loads(event.data)) for event in source.iter_sse()]
+
+
+def test_a_streamed_chat_sends_the_sources_then_the_deltas_then_the_citations(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    collection, _, seat = company
+    reply = "They stand in Berlin [1], by the river [1]."
+    before = len(fake_llm.requests)
+    fake_llm.queued[:] = ["In which city are the headquarters of DG Agentur?", reply]
+    got = events(
+        portal_server,
+        {"collections": [{"name": collection}], "messages": HISTORY, "k": 1, "min_relevance": 0},
+    )
+    names = [name for name, _ in got]
+    assert names[0] == "sources"
+    assert names[-1] == "done"
+    assert set(names[1:-1]) == {"delta"}
+    assert len(names) - 2 == len(reply.split(" "))
+    first = got[0][1]
+    assert first["condense"] == "llm"
+    assert [source["document_id"] for source in first["sources"]] == [seat]
+    assert "".join(data["text"] for _, data in got[1:-1]) == reply
+    assert got[-1][1] == {"answer": reply, "cited": [1], "usage": None, "message": None}
+    assert fake_llm.requests[before + 1]["stream"] is True  # the answer was streamed upstream
+
+
+def test_a_streamed_chat_without_an_llm_sends_the_sources_and_the_reason(
+    portal_server_without_llm: PortalServer, company: tuple[str, str, str]
+) -> None:
+    got = events(
+        portal_server_without_llm, {"collections": [{"name": company[0]}], "messages": HISTORY}
+    )
+    assert [name for name, _ in got] == ["sources", "done"]
+    assert got[0][1]["condense"] == "previous_user_message"
+    done = got[1][1]
+    assert (done["answer"], done["cited"]) == (None, [])
+    assert "No LLM is configured" in done["message"]
+
+
+def test_an_llm_failure_after_the_stream_started_is_an_error_event(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    fake_llm.queued[:] = [FAIL]
+    got = events(portal_server, {"collections": [{"name": company[0]}], "messages": [HISTORY[0]]})
+    assert [name for name, _ in got] == ["sources", "error"]
+    assert got[1][1]["code"] == "EXTERNAL_SERVICE_ERROR"
+    assert "The LLM service failed" in got[1][1]["error"]
+
+
+def test_a_bad_request_for_events_is_a_400_with_one_error_event(
+    portal_server: PortalServer, company: tuple[str, str, str]
+) -> None:
+    with portal_server.api(ACME, "alice") as api:
+        response = api.post(
+            "/api/rag/chat",
+            json={"collections": [{"name": company[0]}], "messages": [], "stream": True},
+            headers={"Accept": "text/event-stream"},
+        )
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("text/event-stream")
+    event, data = response.text.split("\n", 1)
+    assert event == "event: error"
+    assert json.loads(data.removeprefix("data: "))["error"].startswith("messages")

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+FAIL = "<fail>"
+"""A reply that makes the server answer that request with HTTP 500."""
+
 
 @dataclass
 class FakeLLMServer:
@@ -63,6 +66,9 @@ def _handler(state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             reply = state.next_reply()
+            if reply == FAIL:
+                self._send(500, {"error": {"message": "the model is overloaded"}})
+                return
             if body.get("stream"):
                 self._stream(reply, body.get("model", "fake"))
                 return

@@ -12,6 +12,7 @@ from rag_plugin.llama_index.chat import (
     chat_answer,
     condense_question,
     heuristic_query,
+    stream_chat_answer,
     validate_condense_prompt,
     validate_messages,
 )
@@ -80,3 +81,15 @@ def test_a_condense_prompt_must_name_its_two_fields() -> None:
     assert validate_condense_prompt("{chat_history} / {question}") == "{chat_history} / {question}"
     with pytest.raises(InvalidInputError, match=r"\{question\}"):
         validate_condense_prompt("History: {chat_history}")
+
+
+def test_a_streamed_answer_yields_the_deltas_then_gives_the_citations() -> None:
+    with fake_llm_server("Thirty days [1].") as server:
+        llm = openai_compatible_llm(server.api_base, "m", max_retries=0, timeout=10)
+        deltas, result = stream_chat_answer(llm, TURNS, build_context_result([]))
+        assert server.requests == []  # nothing is asked before the first delta is read
+        assert list(deltas) == ["Thirty", " days", " [1]."]
+        (request,) = server.requests
+    assert request["stream"] is True
+    assert [m["role"] for m in request["messages"]] == ["system", "user", "assistant", "user"]
+    assert result().result.answer == "Thirty days [1]."
