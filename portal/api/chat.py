@@ -9,7 +9,6 @@ Server-Sent Events (``EVENTS`` below says which), from a thread of a threaded gu
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -31,6 +30,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import serializers as s
+from portal.api.errors import UpstreamError, request_id_of, server_error_body
 from portal.api.fields import (
     BoundedListField,
     InputSerializer,
@@ -40,8 +40,6 @@ from portal.api.fields import (
 from portal.api.views import ERRORS, caller, context_body, profile_overrides
 from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
 from portal.rag.profiles import RequestedCollection
-
-logger = logging.getLogger("portal.rag")
 
 MAX_CHAT_MESSAGES = int(settings.RAG_API["MAX_CHAT_MESSAGES"])
 MAX_CHAT_MESSAGE_CHARS = int(settings.RAG_API["MAX_CHAT_MESSAGE_CHARS"])
@@ -157,7 +155,7 @@ class EventStreamRenderer(BaseRenderer):
         return _event("error", data if isinstance(data, dict) else {"error": str(data)})
 
 
-def _events(stream: ChatStream) -> Iterator[bytes]:
+def _events(stream: ChatStream, request_id: str) -> Iterator[bytes]:
     """The turn as Server-Sent Events (``EVENTS``); closing it closes the LLM's stream."""
     try:
         yield _event(
@@ -173,11 +171,10 @@ def _events(stream: ChatStream) -> Iterator[bytes]:
                 yield _event("delta", {"text": delta})
             turn = stream.finish()
         except Exception as exc:  # the LLM client's errors, after the response has started
-            logger.warning("LLM stream failed: %s", exc)
-            yield _event(
-                "error",
-                {"error": f"The LLM service failed: {exc}", "code": "EXTERNAL_SERVICE_ERROR"},
-            )
+            failed = UpstreamError(f"The LLM service failed: {exc}")
+            code = str(failed.default_code)
+            status = failed.status_code
+            yield _event("error", server_error_body(failed, status, code, request_id, "ChatView"))
             return
         yield _event(
             "done",
@@ -225,7 +222,7 @@ class ChatView(APIView):
         }
         if data["stream"]:
             response = StreamingHttpResponse(
-                _events(profile_chat_stream(**turn_request)),
+                _events(profile_chat_stream(**turn_request), request_id_of({"request": request})),
                 content_type="text/event-stream; charset=utf-8",
             )
             response["Cache-Control"] = "no-cache"

@@ -106,17 +106,26 @@ def server_error(
     exc: BaseException, status_code: int, code: str, context: dict[str, Any]
 ) -> Response:
     """Log ``exc`` in full under the request's id; answer without its text."""
-    request_id = request_id_of(context)
+    where = type(context.get("view")).__name__
+    body = server_error_body(exc, status_code, code, request_id_of(context), where)
+    return Response(body, status=status_code)
+
+
+def server_error_body(
+    exc: BaseException, status_code: int, code: str, request_id: str, where: str
+) -> dict[str, str]:
+    """Log ``exc`` in full under ``request_id``; the body that says what failed, not how (also
+    the ``error`` event of a stream that has started)."""
     logger.error(
         "server error %s on %s: %s",
         code,
-        type(context.get("view")).__name__,
+        where,
         exc,
         exc_info=exc,
         extra={"event": "api.server_error", "request_id": request_id, "code": code},
     )
     message = _SERVER_MESSAGES.get(status_code, _SERVER_MESSAGES[500])
-    return Response({**error_body(message, code), "request_id": request_id}, status=status_code)
+    return {**error_body(message, code), "request_id": request_id}
 
 
 def _first_message(detail: Any, path: str = "") -> str:

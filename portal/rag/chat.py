@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import httpx
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
@@ -96,14 +97,14 @@ class ChatStream:
 
 
 def _prepare(
+    model: LLM | None,
     user: AbstractBaseUser,
     messages: Sequence[ChatMessage],
     profile: str | None,
     collections: Sequence[RequestedCollection],
     overrides: dict[str, Any] | None,
-) -> tuple[LLM | None, ProfileContext, str, str]:
-    """The LLM, the retrieval for the condensed question, the query and how it was made."""
-    model = llm()
+) -> tuple[ProfileContext, str, str]:
+    """The retrieval for the condensed question, the query, and how it was made."""
     question = str(messages[-1].content)
     if len(messages) == 1:
         query, how = question, Condense.NONE
@@ -116,7 +117,7 @@ def _prepare(
     found = profile_context(
         user=user, query=query, profile=profile, collections=collections, overrides=overrides
     )
-    return model, found, query, how
+    return found, query, how
 
 
 def profile_chat(
@@ -128,7 +129,8 @@ def profile_chat(
     overrides: dict[str, Any] | None = None,
 ) -> ChatTurn:
     """Answer the last of ``messages`` from the collections, with the others as history."""
-    model, found, query, how = _prepare(user, messages, profile, collections, overrides)
+    model = llm()
+    found, query, how = _prepare(model, user, messages, profile, collections, overrides)
     if model is None:
         return ChatTurn(found, query, how, None, (), None, NO_LLM_MESSAGE)
     reply = _llm_call(lambda: chat_answer(model, messages, found.context))
@@ -144,16 +146,35 @@ def profile_chat_stream(
     overrides: dict[str, Any] | None = None,
 ) -> ChatStream:
     """Like :func:`profile_chat`, with the answer streamed: condensing and retrieval happen
-    here (their errors are the request's), the LLM's answer as the deltas are read."""
-    model, found, query, how = _prepare(user, messages, profile, collections, overrides)
+    here (their errors are the request's), the LLM's answer as the deltas are read.
+
+    The LLM gets connections of its own, closed when the deltas are (read to the end, or
+    closed early because the client went away): that ends the upstream request at once,
+    which closing LlamaIndex's stream alone does not (the OpenAI client's stream closes its
+    response only when the garbage collector gets to it).
+    """
+    client = httpx.Client()
+    try:
+        model = llm(http_client=client)
+        found, query, how = _prepare(model, user, messages, profile, collections, overrides)
+    except BaseException:
+        client.close()
+        raise
     if model is None:
+        client.close()
         turn = ChatTurn(found, query, how, None, (), None, NO_LLM_MESSAGE)
         return ChatStream(found, query, how, iter(()), lambda: turn, NO_LLM_MESSAGE)
-    deltas, result = stream_chat_answer(model, messages, found.context)
+    answer_deltas, result = stream_chat_answer(model, messages, found.context)
+
+    def deltas() -> Iterator[str]:
+        try:
+            yield from answer_deltas
+        finally:
+            client.close()
 
     def finish() -> ChatTurn:
         reply = result()
         answer = reply.result
         return ChatTurn(found, query, how, answer.answer, answer.cited, reply.usage, None)
 
-    return ChatStream(found, query, how, deltas, finish, None)
+    return ChatStream(found, query, how, deltas(), finish, None)

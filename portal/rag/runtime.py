@@ -11,6 +11,7 @@ import threading
 from functools import cache
 from typing import Any
 
+import httpx
 from django.conf import settings
 from django.db import connection
 from llama_index.core.llms import LLM
@@ -130,17 +131,23 @@ def _fastembed_model(configured: str) -> str:
     return resolved
 
 
-def llm() -> LLM | None:
-    """The deployment's answering LLM, or None when none is configured (SPEC R5)."""
+def llm(http_client: httpx.Client | None = None) -> LLM | None:
+    """The deployment's answering LLM, or None when none is configured (SPEC R5).
+
+    ``http_client``: the connections it uses, for a caller that must be able to end a request
+    in flight (closing the client ends a streamed answer whose reader went away).
+    """
     rag = _rag()
     if not rag["LLM_URL"] or not rag["LLM_MODEL"]:
         return None
     from rag_plugin.llama_index.query_engine import openai_compatible_llm
 
+    connections: dict[str, Any] = {} if http_client is None else {"http_client": http_client}
     return openai_compatible_llm(
         rag["LLM_URL"],
         rag["LLM_MODEL"],
         api_key=rag["LLM_API_KEY"] or None,
         timeout=float(rag["LLM_TIMEOUT_SECONDS"]),
         max_retries=0,
+        **connections,
     )

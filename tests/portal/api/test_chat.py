@@ -4,12 +4,15 @@ server and the loopback OpenAI-compatible LLM."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from httpx_sse import connect_sse
 
-from tests.conftest import PortalServer
+from portal import launch
+from tests.conftest import LOGS, PortalServer
 from tests.portal.api.test_context import ACME, ingest
 from tests.rag_plugin.llama_index.fake_llm_server import FAIL, FakeLLMServer
 
@@ -213,8 +216,10 @@ def test_an_llm_failure_after_the_stream_started_is_an_error_event(
     fake_llm.queued[:] = [FAIL]
     got = events(portal_server, {"collections": [{"name": company[0]}], "messages": [HISTORY[0]]})
     assert [name for name, _ in got] == ["sources", "error"]
-    assert got[1][1]["code"] == "EXTERNAL_SERVICE_ERROR"
-    assert "The LLM service failed" in got[1][1]["error"]
+    error = got[1][1]
+    assert error["code"] == "EXTERNAL_SERVICE_ERROR"
+    assert error["error"] == "An upstream service failed."
+    assert len(error["request_id"]) == 32  # as a 5xx body: the cause is logged under this id
 
 
 def test_a_bad_request_for_events_is_a_400_with_one_error_event(
@@ -231,3 +236,50 @@ def test_a_bad_request_for_events_is_a_400_with_one_error_event(
     event, data = response.text.split("\n", 1)
     assert event == "event: error"
     assert json.loads(data.removeprefix("data: "))["error"].startswith("messages")
+
+
+@pytest.fixture(scope="module")
+def impatient_server(portal_server: PortalServer) -> Iterator[PortalServer]:
+    """A second server on the same database whose LLM calls time out after one second."""
+    env = {**portal_server.env, "RAG_LLM_TIMEOUT_SECONDS": "1"}
+    with launch.gunicorn(env, LOGS / "portal-server-llm-timeout-test.log") as port:
+        yield PortalServer(port, portal_server.password, portal_server.database_url, {}, env)
+
+
+@pytest.fixture
+def slow_llm(fake_llm: FakeLLMServer) -> Iterator[FakeLLMServer]:
+    """The loopback LLM, waiting before its reply and each streamed delta."""
+    yield fake_llm
+    fake_llm.delay = 0.0
+
+
+def test_a_slow_llm_times_out_with_a_clear_error(
+    impatient_server: PortalServer, slow_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    slow_llm.delay = 6.0
+    started = time.monotonic()
+    body = {"collections": [{"name": company[0]}], "messages": [HISTORY[0]]}
+    response = chat(impatient_server, body)
+    assert time.monotonic() - started < 4.5  # the model would take 6 s
+    assert response.status_code == 502, response.text
+    assert response.json()["code"] == "EXTERNAL_SERVICE_ERROR"
+    assert response.json()["error"] == "An upstream service failed."  # the log has the cause
+
+
+def test_a_client_that_goes_away_stops_the_upstream_stream(
+    portal_server: PortalServer, slow_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    slow_llm.queued[:] = [" ".join(f"word{n}" for n in range(100))]  # 5 s at 0.05 s a word
+    slow_llm.delay = 0.05
+    aborted = slow_llm.aborted
+    body = {"collections": [{"name": company[0]}], "messages": [HISTORY[0]], "stream": True}
+    with (
+        portal_server.api(ACME, "alice") as api,
+        connect_sse(api, "POST", "/api/rag/chat", json=body) as source,
+    ):
+        received = source.iter_sse()
+        assert [next(received).event, next(received).event] == ["sources", "delta"]
+    started = time.monotonic()  # the connection is closed: the portal stops reading the LLM
+    while slow_llm.aborted == aborted and time.monotonic() - started < 4:
+        time.sleep(0.05)
+    assert slow_llm.aborted == aborted + 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +28,10 @@ class FakeLLMServer:
     port: int = 0
     queued: list[str] = field(default_factory=list)
     """Replies for the next requests, first in first out, before ``replies`` apply again."""
+    delay: float = 0.0
+    """Seconds to wait before a reply and before each streamed delta (a slow model)."""
+    aborted: int = 0
+    """Streams the client closed before their end (a write to it failed)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -70,8 +75,14 @@ def _handler(state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(500, {"error": {"message": "the model is overloaded"}})
                 return
             if body.get("stream"):
-                self._stream(reply, body.get("model", "fake"))
+                try:
+                    self._stream(reply, body.get("model", "fake"))
+                except (BrokenPipeError, ConnectionResetError):
+                    with state.lock:
+                        state.aborted += 1
+                    self.close_connection = True
                 return
+            time.sleep(state.delay)
             self._send(
                 200,
                 {
@@ -98,6 +109,7 @@ def _handler(state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             words = reply.split(" ")
             deltas = [word if i == 0 else f" {word}" for i, word in enumerate(words)]
             for delta in deltas:
+                time.sleep(state.delay)
                 chunk = {
                     "id": f"chatcmpl-{len(state.requests)}",
                     "object": "chat.completion.chunk",
