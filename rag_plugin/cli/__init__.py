@@ -1,4 +1,4 @@
-"""``ragctl``: bulk ingest and search over the portal's REST API (SPEC X1, X2)."""
+"""``ragctl``: bulk ingest, search and chat over the portal's REST API (SPEC X1, X2, R6)."""
 
 from __future__ import annotations
 
@@ -19,5 +19,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         stderr=sys.stderr,
         environ=os.environ,
         prompt=getpass.getpass if sys.stdin is not None and sys.stdin.isatty() else None,
+        stdin=sys.stdin,
     )
     return run(argv, console)

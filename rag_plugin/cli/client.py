@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, TypeGuard
 
 import httpx
+from httpx_sse import connect_sse
 
 from rag_plugin.exceptions import InvalidInputError, RagError
 
@@ -271,6 +272,38 @@ class RagClient:
         if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
             raise ApiError(f"collections response is not a list of objects: {body!r:.200}")
         return body
+
+    def chat(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The server's answer to one chat turn (``POST /api/rag/chat``), unchanged."""
+        body = self._request("POST", "/api/rag/chat", dict(payload))
+        if not isinstance(body, dict) or "answer" not in body:
+            raise ApiError(f"chat response has no answer: {body!r:.200}")
+        return body
+
+    def chat_events(self, payload: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """One chat turn answered as Server-Sent Events: (event, data) as they arrive."""
+        url = api_url(self.host, "/api/rag/chat")
+        try:
+            with connect_sse(self._http, "POST", url, json={**payload, "stream": True}) as source:
+                response = source.response
+                streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+                if not response.is_success and not streamed:
+                    response.read()
+                    message, code = _error_details(response)
+                    raise ApiError(message, status=response.status_code, code=code)
+                for event in source.iter_sse():
+                    data = json.loads(event.data)
+                    if event.event == "error" or not response.is_success:
+                        raise ApiError(
+                            str(data.get("error", data)),
+                            status=response.status_code,
+                            code=data.get("code"),
+                        )
+                    yield event.event, data
+        except httpx.TimeoutException as exc:
+            raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
+        except httpx.TransportError as exc:
+            raise ApiError(f"could not reach {url}: {exc}") from exc
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> Any:
         url = api_url(self.host, path)

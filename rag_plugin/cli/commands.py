@@ -14,6 +14,8 @@ import httpx
 from tqdm import tqdm
 
 from rag_plugin.cli import output
+from rag_plugin.cli.chat import add_chat_parser
+from rag_plugin.cli.chat import chat as chat_flow
 from rag_plugin.cli.client import (
     BATCH_MAX_DOCUMENTS,
     DEFAULT_HOST,
@@ -50,6 +52,8 @@ class Console:
     transport: httpx.BaseTransport | None = None
     # Asks for a password interactively; None where nobody could answer (stdin not a terminal).
     prompt: Callable[[str], str] | None = None
+    # Where `ragctl chat` reads its questions; None: no questions.
+    stdin: TextIO | None = None
 
     def out(self, line: str) -> None:
         print(line, file=self.stdout)
@@ -59,7 +63,7 @@ class Console:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``ragctl`` argument parser with its three sub-commands."""
+    """The ``ragctl`` argument parser with its four sub-commands."""
     connection = argparse.ArgumentParser(add_help=False)
     connection.add_argument(
         "--host", help=f"portal base URL (default: ${HOST_ENV} or {DEFAULT_HOST})"
@@ -121,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--rerank", choices=("lexical", "cross-encoder", "off"))
 
     commands.add_parser("collections", parents=[connection], help="list your collections")
+    add_chat_parser(commands, connection)
     return parser
 
 
@@ -155,7 +160,12 @@ def run(argv: Sequence[str] | None, console: Console) -> int:
             args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
-    handlers = {"ingest-dir": ingest_dir, "search": search, "collections": collections}
+    handlers = {
+        "ingest-dir": ingest_dir,
+        "search": search,
+        "collections": collections,
+        "chat": chat,
+    }
     try:
         return handlers[args.command](args, console)
     except RagError as exc:
@@ -193,7 +203,7 @@ def ingest_dir(args: argparse.Namespace, console: Console) -> int:
             "failed": failed,
             "chunks": chunks,
         }
-        console.out(_json(_discovery_json(discovery, False, outcomes, summary)))
+        console.out(output.json_text(_discovery_json(discovery, False, outcomes, summary)))
     else:
         console.out(output.summary_line(len(outcomes), succeeded, failed, chunks))
     if failed:
@@ -220,11 +230,20 @@ def search(args: argparse.Namespace, console: Console) -> int:
         except ApiError as exc:
             raise CommandError(f"search failed: {exc}") from exc
     if args.json:
-        console.out(_json(response))
+        console.out(output.json_text(response))
     else:
         for line in output.search_lines(response, query):
             console.out(line)
     return 0
+
+
+def chat(args: argparse.Namespace, console: Console) -> int:
+    """A conversation with a profile's or collections' documents (``rag_plugin.cli.chat``)."""
+    with RagClient(
+        _host(args, console), timeout=args.timeout, transport=console.transport
+    ) as client:
+        client.use_token(_token(args, console, client))
+        return chat_flow(args, console, client)
 
 
 def collections(args: argparse.Namespace, console: Console) -> int:
@@ -237,7 +256,7 @@ def collections(args: argparse.Namespace, console: Console) -> int:
         except ApiError as exc:
             raise CommandError(f"listing collections failed: {exc}") from exc
     if args.json:
-        console.out(_json(listed))
+        console.out(output.json_text(listed))
     else:
         for item in listed:
             console.out(output.collection_line(item))
@@ -382,7 +401,7 @@ def _token(args: argparse.Namespace, console: Console, client: RagClient) -> str
 def _report_dry_run(discovery: Discovery, as_json: bool, console: Console) -> None:
     if as_json:
         summary = {"documents": len(discovery.documents)}
-        console.out(_json(_discovery_json(discovery, True, None, summary)))
+        console.out(output.json_text(_discovery_json(discovery, True, None, summary)))
         return
     for document in discovery.documents:
         console.out(output.dry_run_line(document))
@@ -422,10 +441,6 @@ def _non_empty(value: str, flag: str) -> str:
     if not value.strip():
         raise CommandError(f"{flag} must not be empty")
     return value
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _positive(kind: Callable[[str], float], most: int | None = None) -> Callable[[str], Any]:

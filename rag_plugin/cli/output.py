@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,14 @@ def collection_line(collection: Mapping[str, Any]) -> str:
     labels = (("document_count", "documents"), ("chunk_count", "chunks"), ("dimensions", "dim"))
     counts = " ".join(f"{label}={collection[key]}" for key, label in labels if key in collection)
     return f"{collection.get('name', '?')}\t{counts}"
+
+
+def json_text(value: Any) -> str:
+    """``--json`` output: indented, non-ASCII as is."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def source_line(number: int, source: Mapping[str, Any]) -> str:
+    """A footnote of a chat answer: its number, title, collection and source."""
+    title = source.get("title") or source.get("source") or source.get("document_id")
+    return f"  [{number}] {title} ({source.get('collection')}: {source.get('source')})"

@@ -283,3 +283,21 @@ def test_a_client_that_goes_away_stops_the_upstream_stream(
     while slow_llm.aborted == aborted and time.monotonic() - started < 4:
         time.sleep(0.05)
     assert slow_llm.aborted == aborted + 1
+
+
+def test_a_chat_filters_its_retrieval_like_a_context_request(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    collection, owner, _ = company
+    fake_llm.queued[:] = ["The Example Group [1]."]
+    response = chat(
+        portal_server,
+        {
+            "collections": [{"name": collection}],
+            "messages": [{"role": "user", "content": "DG Agentur headquarters Berlin"}],
+            "filters": {"key": "title", "value": "Owner"},
+            "min_relevance": 0,
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert {source["document_id"] for source in response.json()["sources"]} == {owner}
