@@ -20,7 +20,13 @@ from django.core.exceptions import ImproperlyConfigured
 from llama_index.core.llms import LLM, ChatMessage
 
 from portal.api.errors import UpstreamError
-from portal.rag.profiles import NO_LLM_MESSAGE, ProfileContext, RequestedCollection, profile_context
+from portal.rag.profiles import (
+    NO_LLM_MESSAGE,
+    ProfileContext,
+    RequestedCollection,
+    profile_context,
+    resolve_request,
+)
 from portal.rag.runtime import llm
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.llama_index.chat import (
@@ -104,7 +110,14 @@ def _prepare(
     collections: Sequence[RequestedCollection],
     overrides: dict[str, Any] | None,
 ) -> tuple[ProfileContext, str, str]:
-    """The retrieval for the condensed question, the query, and how it was made."""
+    """The retrieval for the condensed question, the query, and how it was made.
+
+    The collections are checked first: a request the caller may not make ends before the
+    history reaches the LLM.
+    """
+    resolved = resolve_request(
+        user=user, profile=profile, collections=collections, overrides=overrides
+    )
     question = str(messages[-1].content)
     if len(messages) == 1:
         query, how = question, Condense.NONE
@@ -114,9 +127,7 @@ def _prepare(
     else:
         query, how = heuristic_query(messages), Condense.PREVIOUS_USER_MESSAGE
     query = _bounded(query)
-    found = profile_context(
-        user=user, query=query, profile=profile, collections=collections, overrides=overrides
-    )
+    found = profile_context(user=user, query=query, resolved=resolved)
     return found, query, how
 
 

@@ -72,16 +72,25 @@ def _refs(
     return refs, skipped
 
 
-def profile_context(
+@dataclass(frozen=True)
+class ResolvedRequest:
+    """A context request's collections, checked for the caller, and its settings."""
+
+    refs: list[CollectionRef]
+    skipped: list[str]
+    library_profile: LibraryProfile
+    profile: str | None
+
+
+def resolve_request(
     *,
     user: AbstractBaseUser,
-    query: str,
     profile: str | None = None,
     collections: Sequence[RequestedCollection] = (),
     overrides: dict[str, Any] | None = None,
-) -> ProfileContext:
-    """Retrieve the best chunks for ``query`` and number them as context and sources."""
-    started = time.perf_counter()
+) -> ResolvedRequest:
+    """The collections to search and the settings: a profile's (its collections the caller
+    cannot use skipped) or the request's own (each one must exist and be allowed)."""
     overrides = overrides or {}
     if profile is not None:
         configured = RetrievalProfile.objects.filter(name=profile).first()
@@ -91,11 +100,31 @@ def profile_context(
             RequestedCollection(c.collection, c.weight, c.priority, c.shared)
             for c in configured.collections.all()
         ]
-        library_profile = configured.to_library(**overrides)
         refs, skipped = _refs(user, wanted, strict=False)
-    else:
-        library_profile = LibraryProfile(**overrides)
-        refs, skipped = _refs(user, collections, strict=True)
+        return ResolvedRequest(refs, skipped, configured.to_library(**overrides), profile)
+    refs, skipped = _refs(user, collections, strict=True)
+    return ResolvedRequest(refs, skipped, LibraryProfile(**overrides), None)
+
+
+def profile_context(
+    *,
+    user: AbstractBaseUser,
+    query: str,
+    profile: str | None = None,
+    collections: Sequence[RequestedCollection] = (),
+    overrides: dict[str, Any] | None = None,
+    resolved: ResolvedRequest | None = None,
+) -> ProfileContext:
+    """Retrieve the best chunks for ``query`` and number them as context and sources.
+
+    ``resolved``: the request already resolved (the chat does that before its LLM call).
+    """
+    started = time.perf_counter()
+    if resolved is None:
+        resolved = resolve_request(
+            user=user, profile=profile, collections=collections, overrides=overrides
+        )
+    refs, skipped, library_profile = resolved.refs, resolved.skipped, resolved.library_profile
     scope = scope_for(user=user, collection=None)
     retriever = MultiCollectionRetriever(
         CollectionSearcher(scope.store, embedder_for(scope.schema_name))
@@ -113,14 +142,16 @@ def profile_context(
             "event": "rag.context",
             "tenant": scope.schema_name,
             "user": user.get_username(),
-            "profile": profile,
+            "profile": resolved.profile,
             "collections": [ref.collection.name for ref in refs],
             "skipped": skipped,
             "chunks": len(result.chunks),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
-    return ProfileContext(context, result, library_profile.include_sources, profile, tuple(skipped))
+    return ProfileContext(
+        context, result, library_profile.include_sources, resolved.profile, tuple(skipped)
+    )
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from httpx_sse import connect_sse
 
 from portal import launch
 from tests.conftest import LOGS, PortalServer
-from tests.portal.api.test_context import ACME, ingest
+from tests.portal.api.test_context import ACME, create_profile, ingest
 from tests.rag_plugin.llama_index.fake_llm_server import FAIL, FakeLLMServer
 
 OWNER = "DG Agentur is owned by the Example Group, a family company."
@@ -301,3 +301,35 @@ def test_a_chat_filters_its_retrieval_like_a_context_request(
     )
     assert response.status_code == 200, response.text
     assert {source["document_id"] for source in response.json()["sources"]} == {owner}
+
+
+def test_bobs_chat_never_sees_alices_chunks(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, company: tuple[str, str, str]
+) -> None:
+    collection = company[0]
+    before = len(fake_llm.requests)
+    body = {"collections": [{"name": collection}], "messages": HISTORY}
+    response = chat(portal_server, body, user="bob")
+    assert response.status_code == 404, response.text  # bob has no collection of that name
+    assert len(fake_llm.requests) == before
+    profile = f"chat_{collection}"
+    create_profile(portal_server, profile, [(collection, False)])
+    fake_llm.queued[:] = ["In which city is DG Agentur?", "I do not know."]
+    response = chat(portal_server, {"profile": profile, "messages": HISTORY}, user="bob")
+    assert response.status_code == 200, response.text
+    assert response.json()["sources"] == []  # the profile's collection is alice's, not bob's
+    answer_prompt = fake_llm.prompts()[-1]
+    assert OWNER not in answer_prompt
+    assert SEAT not in answer_prompt
+
+
+def test_a_disabled_source_is_refused_before_any_llm_call(
+    portal_server: PortalServer, fake_llm: FakeLLMServer
+) -> None:
+    collection = portal_server.new_source()
+    ingest(portal_server, "alice", collection, SEAT)
+    portal_server.set_source("acme", collection, False)
+    before = len(fake_llm.requests)
+    response = chat(portal_server, {"collections": [{"name": collection}], "messages": HISTORY})
+    assert response.status_code == 403, response.text
+    assert len(fake_llm.requests) == before
