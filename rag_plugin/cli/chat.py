@@ -2,7 +2,8 @@
 
 Interactive by default: each line read is a question, answered as the server streams it, with
 the sources the answer cites; the conversation so far goes with every question. ``--message``
-asks one question and exits; with ``--json`` it prints the server's whole JSON answer.
+asks one question and exits; with ``--json`` it prints the server's whole JSON answer. A long
+conversation sends its last ``--max-messages`` messages (the oldest turns go first).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["add_chat_parser", "chat"]
 
 PROMPT = "you> "
+MAX_MESSAGES = 20
 
 
 def add_chat_parser(
@@ -43,6 +45,13 @@ def add_chat_parser(
     parser.add_argument(
         "--message", help="ask this one question and exit (with --json: the server's JSON)"
     )
+    parser.add_argument(
+        "--max-messages",
+        type=int,
+        default=MAX_MESSAGES,
+        help=f"messages sent per question, the oldest turns dropped first ({MAX_MESSAGES}, "
+        "the portal's default RAG_MAX_CHAT_MESSAGES)",
+    )
 
 
 def chat(args: argparse.Namespace, console: Console, client: RagClient) -> int:
@@ -63,8 +72,12 @@ def chat(args: argparse.Namespace, console: Console, client: RagClient) -> int:
         return 0
     history: list[dict[str, str]] = []
     questions = [args.message] if args.message is not None else _questions(console)
+    if args.max_messages < 1:
+        raise InvalidInputError(f"--max-messages must be at least 1, got {args.max_messages}")
     for question in questions:
         history.append({"role": "user", "content": question})
+        while len(history) > args.max_messages:
+            del history[:2]  # the oldest question and its answer: turns alternate
         try:
             answer = _turn(client, {**target, "messages": history}, console)
         except ApiError as exc:

@@ -75,3 +75,21 @@ def test_json_without_a_message_and_an_unknown_collection_are_errors(
     code, _, err = ragctl(portal_server, "--collection", "nope_missing", "--message", "hi")
     assert code == 1
     assert err.startswith("error: chat failed:")
+
+
+def test_a_long_conversation_sends_its_latest_turns_only(
+    portal_server: PortalServer, fake_llm: FakeLLMServer, collection: str
+) -> None:
+    fake_llm.queued[:] = ["A1", "first condensed", "A2", "second condensed", "A3"]
+    before = len(fake_llm.requests)
+    code, _, err = ragctl(
+        portal_server,
+        "--collection",
+        collection,
+        "--max-messages",
+        "3",
+        stdin="Q1\nQ2\nQ3\n",
+    )
+    assert (code, err) == (0, "")
+    answer_call = fake_llm.requests[before:][-1]
+    assert [m["content"] for m in answer_call["messages"][1:]] == ["Q2", "A2", "Q3"]
