@@ -6,7 +6,7 @@ from the chunk texts; RRF scores are the formula ``Σ w / (k + rank)`` written o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -33,6 +33,7 @@ from rag_plugin.stores.base import (
 )
 from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.testing import FakeEmbedder
+from tests.rag_plugin.table_embedder import TableEmbedder
 
 CHUNKS = {
     "the quick brown fox jumps": [1.0, 0.0, 0.0],
@@ -41,28 +42,6 @@ CHUNKS = {
     "foxes are quick and clever": [0.0, 0.0, 1.0],
 }
 QUERIES = {"quick fox": [1.0, 0.2, 0.0], "quikc fox": [1.0, 0.2, 0.0], "bears": [0.0, 0.1, 1.0]}
-
-
-class TableEmbedder(Embedder):
-    """Looks vectors up in a table, so dense rankings are known in advance."""
-
-    def __init__(self, table: Mapping[str, Sequence[float]], model: str = "table") -> None:
-        super().__init__()
-        self._table = table
-        self._model = model
-        self.seen: list[str] = []
-
-    @property
-    def model_name(self) -> str:
-        return self._model
-
-    @property
-    def dimensions(self) -> int:
-        return 3
-
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        self.seen.extend(texts)
-        return [list(self._table[text]) for text in texts]
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher, SearchOutcome
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.filters import FilterOperator, MetadataFilter
@@ -25,6 +24,7 @@ from rag_plugin.retrieval import (
 )
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.memory import MemoryStore
+from tests.rag_plugin.table_embedder import TableEmbedder
 
 QUERY = "refund policy"
 QUERY_VECTOR = [1.0, 0.0, 0.0]
@@ -42,25 +42,6 @@ FAQ: list[Row] = [
     ("Photo of the refund form.", [0.8, 0.6, 0.0], {"has_image": True}),  # 0.8, an image
     ("Opening hours are nine to five.", [0.0, 0.0, 1.0], {}),  # 0.0
 ]
-
-
-class TableEmbedder(Embedder):
-    """Vectors looked up in a table, so dense scores are known in advance."""
-
-    def __init__(self, table: Mapping[str, Sequence[float]]) -> None:
-        super().__init__()
-        self._table = table
-
-    @property
-    def model_name(self) -> str:
-        return "table"
-
-    @property
-    def dimensions(self) -> int:
-        return 3
-
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        return [list(self._table[text]) for text in texts]
 
 
 def add_document(

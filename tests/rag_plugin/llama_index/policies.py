@@ -3,9 +3,6 @@ are known in advance (the answer and chat tests)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from rag_plugin.embedding.base import Embedder
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.memory import MemoryStore
 
@@ -14,25 +11,6 @@ CHUNKS = {
     "Shipping takes five working days.": [0.8, 0.6, 0.0],
     "The office closes at five.": [0.0, 0.0, 1.0],
 }
-
-
-class TableEmbedder(Embedder):
-    """Vectors looked up in a table, so the retrieval order is known in advance."""
-
-    def __init__(self, table: Mapping[str, Sequence[float]]) -> None:
-        super().__init__()
-        self._table = table
-
-    @property
-    def model_name(self) -> str:
-        return "table"
-
-    @property
-    def dimensions(self) -> int:
-        return 3
-
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        return [list(self._table[text]) for text in texts]
 
 
 def add_policies(store: MemoryStore) -> CollectionInfo:

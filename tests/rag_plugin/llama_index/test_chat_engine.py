@@ -14,7 +14,8 @@ from rag_plugin.llama_index.query_engine import openai_compatible_llm
 from rag_plugin.llama_index.retriever import RagRetriever
 from rag_plugin.stores.memory import MemoryStore
 from tests.rag_plugin.llama_index.fake_llm_server import fake_llm_server
-from tests.rag_plugin.llama_index.policies import CHUNKS, TableEmbedder, add_policies
+from tests.rag_plugin.llama_index.policies import CHUNKS, add_policies
+from tests.rag_plugin.table_embedder import TableEmbedder
 
 CONDENSED = "How long do refunds take?"
 ANSWER = "Refunds are paid within 30 days."

@@ -26,7 +26,8 @@ from rag_plugin.retrieval import (
 from rag_plugin.stores.base import CollectionInfo
 from rag_plugin.stores.memory import MemoryStore
 from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer, fake_llm_server
-from tests.rag_plugin.llama_index.policies import CHUNKS, TableEmbedder, add_policies
+from tests.rag_plugin.llama_index.policies import CHUNKS, add_policies
+from tests.rag_plugin.table_embedder import TableEmbedder
 
 QUESTION = "How long do refunds and shipping take?"
 REPLY = "Refunds are paid within 30 days [1]. Shipping takes five working days [2]."
