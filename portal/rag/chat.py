@@ -8,10 +8,9 @@ condense prompt and the limits of the deployment, and retrieves with
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from django.conf import settings
@@ -19,11 +18,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 from llama_index.core.llms import LLM, ChatMessage
 
-from portal.api.errors import UpstreamError
 from portal.rag.profiles import (
     NO_LLM_MESSAGE,
     ProfileContext,
     RequestedCollection,
+    llm_call,
     profile_context,
     resolve_request,
 )
@@ -37,10 +36,6 @@ from rag_plugin.llama_index.chat import (
     stream_chat_answer,
     validate_condense_prompt,
 )
-
-logger = logging.getLogger("portal.rag")
-
-T = TypeVar("T")
 
 
 class Condense:
@@ -71,14 +66,6 @@ def condense_prompt() -> str:
         return validate_condense_prompt(configured)
     except InvalidInputError as exc:  # the deployment's mistake, not the caller's
         raise ImproperlyConfigured(f"RAG_CHAT_CONDENSE_PROMPT: {exc}") from exc
-
-
-def _llm_call(call: Callable[[], T]) -> T:
-    try:
-        return call()
-    except Exception as exc:  # the LLM client's own errors: connection, HTTP, timeout, parsing
-        logger.warning("LLM call failed: %s", exc)
-        raise UpstreamError(f"The LLM service failed: {exc}") from exc
 
 
 def _bounded(query: str) -> str:
@@ -122,7 +109,7 @@ def _prepare(
     if len(messages) == 1:
         query, how = question, Condense.NONE
     elif model is not None:
-        query = _llm_call(lambda: condense_question(model, messages, prompt=condense_prompt()))
+        query = llm_call(lambda: condense_question(model, messages, prompt=condense_prompt()))
         how = Condense.LLM
     else:
         query, how = heuristic_query(messages), Condense.PREVIOUS_USER_MESSAGE
@@ -144,7 +131,7 @@ def profile_chat(
     found, query, how = _prepare(model, user, messages, profile, collections, overrides)
     if model is None:
         return ChatTurn(found, query, how, None, (), None, NO_LLM_MESSAGE)
-    reply = _llm_call(lambda: chat_answer(model, messages, found.context))
+    reply = llm_call(lambda: chat_answer(model, messages, found.context))
     return ChatTurn(found, query, how, reply.result.answer, reply.result.cited, reply.usage, None)
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from rest_framework.exceptions import NotFound
@@ -28,6 +28,8 @@ from rag_plugin.retrieval import CollectionRef, MultiCollectionRetriever, Retrie
 from tenants.models import RetrievalProfile
 
 logger = logging.getLogger("portal.rag")
+
+T = TypeVar("T")
 
 NO_LLM_MESSAGE = (
     "No LLM is configured for this deployment (set RAG_LLM_URL and RAG_LLM_MODEL); "
@@ -170,9 +172,14 @@ def profile_answer(**request: Any) -> ProfileAnswer:
     model = llm()
     if model is None:
         return ProfileAnswer(found, None, (), NO_LLM_MESSAGE)
+    result = llm_call(lambda: answer(model, request["query"], found.context))
+    return ProfileAnswer(found, result.answer, result.cited, None)
+
+
+def llm_call(call: Callable[[], T]) -> T:
+    """``call()``, its LLM client's errors (connection, HTTP, timeout, parsing) as a 502."""
     try:
-        result = answer(model, request["query"], found.context)
-    except Exception as exc:  # the LLM client's own errors: connection, HTTP, parsing
+        return call()
+    except Exception as exc:
         logger.warning("LLM call failed: %s", exc)
         raise UpstreamError(f"The LLM service failed: {exc}") from exc
-    return ProfileAnswer(found, result.answer, result.cited, None)
