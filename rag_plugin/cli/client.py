@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, TypeGuard
@@ -283,36 +284,30 @@ class RagClient:
     def chat_events(self, payload: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         """One chat turn answered as Server-Sent Events: (event, data) as they arrive."""
         url = api_url(self.host, "/api/rag/chat")
-        try:
-            with connect_sse(self._http, "POST", url, json={**payload, "stream": True}) as source:
-                response = source.response
-                streamed = response.headers.get("content-type", "").startswith("text/event-stream")
-                if not response.is_success and not streamed:
-                    response.read()
-                    message, code = _error_details(response)
-                    raise ApiError(message, status=response.status_code, code=code)
-                for event in source.iter_sse():
-                    data = json.loads(event.data)
-                    if event.event == "error" or not response.is_success:
-                        raise ApiError(
-                            str(data.get("error", data)),
-                            status=response.status_code,
-                            code=data.get("code"),
-                        )
-                    yield event.event, data
-        except httpx.TimeoutException as exc:
-            raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
-        except httpx.TransportError as exc:
-            raise ApiError(f"could not reach {url}: {exc}") from exc
+        with (
+            _reaching(url),
+            connect_sse(self._http, "POST", url, json={**payload, "stream": True}) as source,
+        ):
+            response = source.response
+            streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+            if not response.is_success and not streamed:
+                response.read()
+                message, code = _error_details(response)
+                raise ApiError(message, status=response.status_code, code=code)
+            for event in source.iter_sse():
+                data = json.loads(event.data)
+                if event.event == "error" or not response.is_success:
+                    raise ApiError(
+                        str(data.get("error", data)),
+                        status=response.status_code,
+                        code=data.get("code"),
+                    )
+                yield event.event, data
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> Any:
         url = api_url(self.host, path)
-        try:
+        with _reaching(url):
             response = self._http.request(method, url, json=payload)
-        except httpx.TimeoutException as exc:
-            raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
-        except httpx.TransportError as exc:
-            raise ApiError(f"could not reach {url}: {exc}") from exc
         if not response.is_success:
             message, code = _error_details(response)
             raise ApiError(message, status=response.status_code, code=code)
@@ -320,6 +315,17 @@ class RagClient:
             return response.json()
         except ValueError as exc:
             raise ApiError(f"{url} answered with invalid JSON: {response.text!r:.200}") from exc
+
+
+@contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """Turn a request's transport failures (no connection, no answer in time) into ApiError."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise ApiError(f"could not reach {url}: {exc}") from exc
 
 
 def _error_details(response: httpx.Response) -> tuple[str, str | None]:
