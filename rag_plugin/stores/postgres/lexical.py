@@ -79,14 +79,15 @@ def allowed_chunks(
     filters: SqlFilter,
     limit: int | None = None,
 ) -> IntArray:
-    """The ids of the chunks matching ``filters`` (at most ``limit`` of them), ascending.
+    """The ids of the chunks matching ``filters`` (at most ``limit`` of them), in no order:
+    the legs test membership, and the dense leg's exact plan ranks them itself.
 
     Read from the narrow filter table (migration 13), never from the chunk rows. Its alias is
     ``c`` because a compiled filter names ``c.metadata``; the table has that column too.
     """
     found = conn.execute(
         tables(
-            "SELECT array_send(coalesce(array_agg(m.id ORDER BY m.id), ARRAY[]::bigint[]))"
+            "SELECT array_send(coalesce(array_agg(m.id), ARRAY[]::bigint[]))"
             " FROM (SELECT c.chunk_id AS id FROM {chunk_filters} c"
             " WHERE c.collection_id = %(coll)s AND {condition} LIMIT %(limit)s) AS m",
             condition=filters.condition,
