@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
@@ -26,7 +25,7 @@ from portal.rag.profiles import (
     profile_context,
     resolve_request,
 )
-from portal.rag.runtime import llm
+from portal.rag.runtime import llm, llm_http_client
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.llama_index.chat import (
     DEFAULT_CONDENSE_PROMPT,
@@ -151,7 +150,7 @@ def profile_chat_stream(
     which closing LlamaIndex's stream alone does not (the OpenAI client's stream closes its
     response only when the garbage collector gets to it).
     """
-    client = httpx.Client()
+    client = llm_http_client()
     try:
         model = llm(http_client=client)
         found, query, how = _prepare(model, user, messages, profile, collections, overrides)
