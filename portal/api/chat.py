@@ -127,8 +127,8 @@ EVENTS = """With `"stream": true` the answer comes as Server-Sent Events, in thi
 - `delta`, any number: `{"text": ...}`, the answer's next piece as the LLM writes it;
 - `done`: `{"answer", "cited", "usage", "message"}` (the whole answer, the footnotes it cites
   in citation order; without an LLM `answer` is null and `message` says why);
-- or, if the LLM fails after the stream started, `error`: `{"error", "code"}` instead of
-  `done`.
+- or, if the LLM fails after the stream started, `error`: `{"error", "code", "request_id"}`
+  (a 5xx body: the cause is logged under the request id) instead of `done`.
 
 Errors before the stream starts (validation, the condensing LLM call, retrieval) are the
 usual JSON error responses."""
@@ -247,5 +247,6 @@ class ChatView(APIView):
 def _cited_first(sources: list[dict[str, Any]], cited: tuple[int, ...]) -> list[dict[str, Any]]:
     """The cited footnotes in citation order, then the others in footnote order."""
     by_id = {source["footnote_id"]: source for source in sources}
-    first = [by_id[n] for n in dict.fromkeys(cited) if n in by_id]
-    return first + [source for source in sources if source["footnote_id"] not in set(cited)]
+    order = dict.fromkeys(cited)
+    first = [by_id[n] for n in order if n in by_id]
+    return first + [source for source in sources if source["footnote_id"] not in order]

@@ -142,7 +142,10 @@ def stream_chat_answer(
     """Like :func:`chat_answer`, streamed: the answer's text deltas as the LLM sends them, and
     a function that returns the :class:`ChatAnswer` (citations, usage) once they are read.
 
-    Closing the delta iterator early closes the LLM's stream with it.
+    Closing the delta iterator early closes LlamaIndex's stream with it. That alone does not
+    end the HTTP request of an OpenAI-compatible LLM (its client's response stays open until
+    the garbage collector gets to it): a caller that must end it at once gives the LLM an
+    ``http_client`` of its own and closes that, as the portal's chat does.
     """
     chat = _answer_messages(messages, context, system_prompt)
     parts: list[str] = []
