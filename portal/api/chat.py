@@ -37,9 +37,8 @@ from portal.api.fields import (
     StrictBooleanField,
     StrictCharField,
 )
-from portal.api.views import ERRORS, caller, context_body, profile_overrides
+from portal.api.views import ERRORS, context_body, profile_request
 from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
-from portal.rag.profiles import RequestedCollection
 
 MAX_CHAT_MESSAGES = int(settings.RAG_API["MAX_CHAT_MESSAGES"])
 MAX_CHAT_MESSAGE_CHARS = int(settings.RAG_API["MAX_CHAT_MESSAGE_CHARS"])
@@ -210,15 +209,12 @@ class ChatView(APIView):
         body = ChatInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        turn_request: dict[str, Any] = {
-            "user": caller(request),
+        turn_request = {
+            **profile_request(request, data),
             "messages": [
                 ChatMessage(role=MessageRole(m["role"]), content=m["content"])
                 for m in data["messages"]
             ],
-            "profile": data.get("profile"),
-            "collections": [RequestedCollection(**c) for c in data.get("collections", [])],
-            "overrides": profile_overrides(data),
         }
         if data["stream"]:
             response = StreamingHttpResponse(

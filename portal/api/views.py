@@ -30,7 +30,7 @@ from rag_plugin.engine import SearchHit
 from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, ChunkRecord, DocumentRecord
 
 
-def caller(request: Request) -> AbstractBaseUser:
+def _caller(request: Request) -> AbstractBaseUser:
     # IsAuthenticated has run: the user is a real account of this tenant.
     return cast(AbstractBaseUser, request.user)
 
@@ -140,7 +140,7 @@ class IngestView(APIView):
     def post(self, request: Request) -> Response:
         body = s.IngestInput(data=request.data)
         body.is_valid(raise_exception=True)
-        ingested = services.document_ingest(user=caller(request), **body.validated_data)
+        ingested = services.document_ingest(user=_caller(request), **body.validated_data)
         result = ingested.result
         # Built directly (IngestOutput documents it): serialising five plain values through
         # the DRF serializer cost ~0.5 ms, a tenth of re-ingesting an unchanged document.
@@ -167,7 +167,7 @@ class IngestBatchView(APIView):
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
         documents = [services.NewDocument(**document) for document in data.pop("documents")]
-        ingested = services.documents_ingest(user=caller(request), documents=documents, **data)
+        ingested = services.documents_ingest(user=_caller(request), documents=documents, **data)
         return Response(
             {
                 "collection": ingested.collection,
@@ -197,7 +197,7 @@ class SearchView(APIView):
         body = s.SearchInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
-        outcome = selectors.rag_search(user=caller(request), **data)
+        outcome = selectors.rag_search(user=_caller(request), **data)
         results = [_hit(hit) for hit in outcome.hits]
         return Response(
             {
@@ -249,7 +249,7 @@ class CollectionListView(APIView):
     )
     def get(self, request: Request) -> Response:
         shared = _shared(request)
-        collections = selectors.collection_list(user=caller(request), shared=shared)
+        collections = selectors.collection_list(user=_caller(request), shared=shared)
         return Response(
             [
                 {
@@ -275,7 +275,7 @@ class CollectionDeleteView(APIView):
     def delete(self, request: Request) -> Response:
         body = s.CollectionDeleteInput(data=request.data)
         body.is_valid(raise_exception=True)
-        deleted = services.collection_delete(user=caller(request), **body.validated_data)
+        deleted = services.collection_delete(user=_caller(request), **body.validated_data)
         return Response(
             {
                 "success": True,
@@ -299,7 +299,7 @@ class DocumentListView(APIView):
         page = s.PageInput(data=request.query_params.dict())
         page.is_valid(raise_exception=True)
         documents = selectors.document_list(
-            user=caller(request), collection=collection, **page.validated_data
+            user=_caller(request), collection=collection, **page.validated_data
         )
         return Response(
             {
@@ -323,7 +323,7 @@ class DocumentView(APIView):
     def get(self, request: Request, document_id: str) -> Response:
         shared = _shared(request)
         found = selectors.document_find(
-            user=caller(request), document_id=document_id, shared=shared
+            user=_caller(request), document_id=document_id, shared=shared
         )
         chunks = selectors.document_chunks(found=found)
         return Response({**_document(found.document), "chunks": [_chunk(c) for c in chunks]})
@@ -335,12 +335,12 @@ class DocumentView(APIView):
     def delete(self, request: Request, document_id: str) -> Response:
         shared = _shared(request)
         collection = services.document_delete(
-            user=caller(request), document_id=document_id, shared=shared
+            user=_caller(request), document_id=document_id, shared=shared
         )
         return Response({"success": True, "document_id": document_id, "collection": collection})
 
 
-def profile_overrides(data: dict[str, Any]) -> dict[str, Any]:
+def _profile_overrides(data: dict[str, Any]) -> dict[str, Any]:
     """A context request's settings that override its profile's (``RetrievalProfile`` names)."""
     return {
         field: data[key]
@@ -354,17 +354,21 @@ def profile_overrides(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def profile_request(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    """Who asks, for which profile or collections, with which overrides: the arguments of
+    ``portal.rag.profiles`` that a validated context (or chat) request names."""
+    return {
+        "user": _caller(request),
+        "profile": data.get("profile"),
+        "collections": [RequestedCollection(**c) for c in data.get("collections", [])],
+        "overrides": _profile_overrides(data),
+    }
+
+
 def _profile_request(request: Request) -> dict[str, Any]:
     body = s.ContextInput(data=request.data)
     body.is_valid(raise_exception=True)
-    data = body.validated_data
-    return {
-        "user": caller(request),
-        "query": data["query"],
-        "profile": data.get("profile"),
-        "collections": [RequestedCollection(**c) for c in data.get("collections", [])],
-        "overrides": profile_overrides(data),
-    }
+    return {**profile_request(request, body.validated_data), "query": body.validated_data["query"]}
 
 
 def context_body(found: ProfileContext) -> dict[str, Any]:
