@@ -60,6 +60,10 @@ _PROBE_COST = 40
 the forward index (a row of up to a few hundred words, intersected in Python, against
 ≈ 0.1 µs a decoded posting); only the cost of the settling step depends on it."""
 
+_TIER_MERGE = 2
+"""A tier of left-out groups is read together with the one before it while its postings
+times this are fewer than the chunks in the state (:func:`_next_tiers`)."""
+
 _TIES_SENT = 2000
 """Up to this many chunks tied with the ``n``-th score go to SQL to be ordered by key."""
 
@@ -201,7 +205,7 @@ def _settle_left_out(
         unsure = ~settled
         if not unsure.any():
             return
-        tier = [group for group in remaining if group.level == remaining[0].level]
+        tier = _next_tiers(remaining, len(state.ids))
         remaining = remaining[len(tier) :]
         chunks = state.ids[unsure]
         if len(chunks) * _PROBE_COST > sum(group.df for group in tier):
@@ -222,6 +226,26 @@ def _settle_left_out(
                 grow=False,
             )
             settled |= unsure
+
+
+def _next_tiers(remaining: list[CloseGroup], chunks: int) -> list[CloseGroup]:
+    """The groups of the highest similarity left, and those of the next ones while each
+    further tier's postings are fewer than half the ``chunks`` still in the state.
+
+    Every tier settled costs a few passes over the state (its scores and bounds), about as
+    much as reading half as many postings as it has chunks; a cheap tier is read with the one
+    before it instead (reading more postings never changes an answer).
+    """
+    end = 0
+    while end < len(remaining):
+        level = remaining[end].level
+        stop = end
+        while stop < len(remaining) and remaining[stop].level == level:
+            stop += 1
+        if end and sum(group.df for group in remaining[end:stop]) * _TIER_MERGE > chunks:
+            break
+        end = stop
+    return remaining[:end]
 
 
 def _break_ties(

@@ -157,21 +157,24 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
 # break every tie instead of sending the tied ids to SQL; "exact-first" reads only the exact
 # matches before θ, so more close words are left out; "probe-left-out" and "read-left-out"
 # settle the chunks that only left-out words could lift by looking their words up in the
-# forward index, or by reading those words' postings.
+# forward index, or by reading those words' postings, one tier of similarity at a time or
+# every tier in one read ("read-left-out-merged").
 FUZZY_PATHS: dict[str, dict[str, object]] = {
     "default": {},
     "ties": {"_TIES_SENT": 0},
     "exact-first": {"_FIRST_READ": 0},
     "probe-left-out": {"_FIRST_READ": 0, "_PROBE_COST": 0},
-    "read-left-out": {"_FIRST_READ": 0, "_PROBE_COST": 10**9},
+    "read-left-out": {"_FIRST_READ": 0, "_PROBE_COST": 10**9, "_TIER_MERGE": 10**9},
+    "read-left-out-merged": {"_FIRST_READ": 0, "_PROBE_COST": 10**9, "_TIER_MERGE": 0},
 }
 
 
 @pytest.fixture(params=sorted(FUZZY_PATHS))
 def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Which fuzzy path is forced; asserts afterwards that it was taken."""
-    taken = {"perfect": 0, "walk": 0, "probed": 0, "read": 0}
+    taken = {"perfect": 0, "walk": 0, "probed": 0, "read": 0, "merged": 0}
     perfect, walk = postgres_fuzzy._perfect, postgres_fuzzy._walk_ties
+    next_tiers = postgres_fuzzy._next_tiers
     chunk_words, word_groups = postgres_fuzzy.read_chunk_words, postgres_fuzzy.read_word_groups
 
     def spy_perfect(*args: Any, **kwargs: Any) -> Any:
@@ -183,6 +186,11 @@ def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         taken["walk"] += 1
         return walk(*args, **kwargs)
 
+    def spy_next_tiers(*args: Any, **kwargs: Any) -> Any:
+        tiers = next_tiers(*args, **kwargs)
+        taken["merged"] += len({group.level for group in tiers}) > 1
+        return tiers
+
     def spy_chunk_words(*args: Any, **kwargs: Any) -> Any:
         taken["probed"] += 1
         return chunk_words(*args, **kwargs)
@@ -193,6 +201,7 @@ def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(postgres_fuzzy, "_perfect", spy_perfect)
     monkeypatch.setattr(postgres_fuzzy, "_walk_ties", spy_walk)
+    monkeypatch.setattr(postgres_fuzzy, "_next_tiers", spy_next_tiers)
     monkeypatch.setattr(postgres_fuzzy, "read_chunk_words", spy_chunk_words)
     monkeypatch.setattr(postgres_fuzzy, "read_word_groups", spy_word_groups)
     for name, value in FUZZY_PATHS[request.param].items():
@@ -203,9 +212,13 @@ def fuzzy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         assert taken["walk"] > 0
     if request.param == "probe-left-out":
         assert taken["probed"] > 0
-    if request.param == "read-left-out":
+    if request.param.startswith("read-left-out"):
         assert taken["probed"] == 0
         assert taken["read"] > 0
+    if request.param == "read-left-out":
+        assert taken["merged"] == 0
+    if request.param == "read-left-out-merged":
+        assert taken["merged"] > 0
 
 
 def test_fuzzy_scores_and_corrections_equal_the_in_memory_index_exactly(
