@@ -2,12 +2,18 @@
 
 Which plan runs is decided here, explicitly, rather than left to the planner:
 
-- a collection with fewer than ``exact_below`` chunks, or a filtered query whose filter
-  matches fewer than ``exact_below`` chunks (their ids read from the narrow filter table by a
-  bounded query that stops there), is ranked exactly: the collection's rows come from the
-  btree on ``collection_id`` (or the primary key, for those ids) and are sorted by
-  ``embedding <op> q``, an expression no HNSW index can serve. Exact, and fast for the many
-  small per-user collections;
+- a collection with fewer than ``exact_below`` chunks is ranked exactly: its rows come from
+  the btree on ``collection_id`` and are sorted by ``embedding <op> q``, an expression no
+  HNSW index can serve. Exact, and fast for the many small per-user collections;
+- a filtered query whose filter matches fewer than ``exact_below`` chunks (counted in the
+  narrow filter table by a bounded query that stops there) is ranked exactly too, by the
+  primary key of those ids. With cosine distance and more matches than
+  :func:`quantized_keep`, a first pass over the filter table keeps the matches whose binary
+  signatures (the signs of the vector, migration 14) are nearest the query's by Hamming
+  distance, and only those are ranked exactly: 1,000 of 9,869 matches at 100k chunks, ≈ 3×
+  cheaper than ranking them all. Signs approximate the angle, so this pass is for cosine
+  only (an inner product also weighs the lengths); on the bundled model's vectors it kept
+  every one of the exact top 50 in the mean (``QUANTIZED_KEEP``);
 - otherwise the query uses the partial HNSW index of its (dimension, metric) by ordering on
   the indexed expression ``embedding::vector(d) <op> q::vector(d)`` under the index's
   predicate, with ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8) so the scan keeps
@@ -29,8 +35,8 @@ from psycopg import sql
 
 from rag_plugin.lexical.slots import IntArray
 from rag_plugin.stores.base import ScoredChunk
+from rag_plugin.stores.postgres.blocks import decode_int_array
 from rag_plugin.stores.postgres.filters import SqlFilter
-from rag_plugin.stores.postgres.lexical import allowed_chunks
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -40,7 +46,7 @@ from rag_plugin.stores.postgres.rows import (
 from rag_plugin.stores.postgres.schema import HNSW_MAX_DIMENSIONS
 from rag_plugin.vectors import DistanceMetric, distance_to_similarity
 
-__all__ = ["DensePlan", "dense_search"]
+__all__ = ["QUANTIZED_KEEP", "DensePlan", "dense_search", "quantized_keep"]
 
 OPERATORS = {
     DistanceMetric.COSINE: "<=>",
@@ -49,10 +55,18 @@ OPERATORS = {
 }
 
 
+QUANTIZED_KEEP = 1000
+"""At least this many of a filter's matches (and 20 per result asked for) are ranked exactly
+after the signatures' first pass. Measured on the bundled model's vectors of SciFact and
+Vaswani (300 queries, a random 30 % filter, 6,072 matches): keeping 1,000 found every one of
+the exact top 50 in the mean (the worst query 49 of 50), 500 found 99.5 %, 200 found 95 %."""
+
+
 class DensePlan:
     """Names of the two plans, recorded on the store for tests and benchmarks."""
 
     EXACT = "exact"
+    QUANTIZED = "signatures+exact"
     HNSW = "hnsw"
     HNSW_THEN_EXACT = "hnsw+exact"
 
@@ -74,15 +88,52 @@ def dense_search(
     if not indexable or row.chunk_count < exact_below:
         return _exact(conn, tables, row, query, n, filters), DensePlan.EXACT
     if filters is not None:
-        # The matching ids, read from the filter table no further than the bound: fewer
-        # than that, and the exact plan ranks exactly those rows.
-        matching = allowed_chunks(conn, tables, row, filters, limit=exact_below)
-        if len(matching) < exact_below:
-            return _exact(conn, tables, row, query, n, filters, matching), DensePlan.EXACT
+        # The filter's matches, read from the filter table no further than the bound: fewer
+        # than that, and the exact plan ranks them (or the best of them by signature).
+        keep = quantized_keep(n) if row.info.metric is DistanceMetric.COSINE else exact_below
+        count, candidates = _filtered_candidates(
+            conn, tables, row, query, filters, limit=exact_below, keep=keep
+        )
+        if count < exact_below:
+            plan = DensePlan.EXACT if count <= keep else DensePlan.QUANTIZED
+            return _exact(conn, tables, row, query, n, filters, candidates), plan
     hits = _approximate(conn, tables, row, query, n, filters, ef_search=ef_search)
     if len(hits) >= n:
         return hits, DensePlan.HNSW
     return _exact(conn, tables, row, query, n, filters), DensePlan.HNSW_THEN_EXACT
+
+
+def quantized_keep(n: int) -> int:
+    """How many of a filter's matches the binary signatures pass on to the exact ranking."""
+    return max(QUANTIZED_KEEP, 20 * n)
+
+
+def _filtered_candidates(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    row: CollectionRow,
+    query: str,
+    filters: SqlFilter,
+    *,
+    limit: int,
+    keep: int,
+) -> tuple[int, IntArray]:
+    """How many chunks match ``filters`` (counted up to ``limit``), and the ids of the
+    ``keep`` of them whose signatures are nearest the query's (all of them when they are
+    ``keep`` or fewer), from the filter table alone, in one statement."""
+    found = conn.execute(
+        tables(
+            "WITH m AS MATERIALIZED (SELECT c.chunk_id AS id, c.signature FROM {chunk_filters} c"
+            "  WHERE c.collection_id = %(coll)s AND {condition} LIMIT %(limit)s)"
+            " SELECT (SELECT count(*) FROM m), array_send(ARRAY(SELECT id FROM m"
+            "  ORDER BY signature <~> binary_quantize(%(q)s::vector), id LIMIT %(keep)s))",
+            condition=filters.condition,
+        ),
+        {**filters.params, "coll": row.id, "limit": limit, "keep": keep, "q": query},
+        binary=True,
+    ).fetchone()
+    assert found is not None  # an aggregate always returns its row
+    return int(found[0]), decode_int_array(found[1], wide=True)
 
 
 def _where(

@@ -77,22 +77,22 @@ def allowed_chunks(
     tables: Tables,
     row: CollectionRow,
     filters: SqlFilter,
-    limit: int | None = None,
 ) -> IntArray:
-    """The ids of the chunks matching ``filters`` (at most ``limit`` of them), in no order:
-    the legs test membership, and the dense leg's exact plan ranks them itself.
+    """The ids of the chunks matching ``filters``, in no order: the lexical legs test
+    membership.
 
     Read from the narrow filter table (migration 13), never from the chunk rows. Its alias is
-    ``c`` because a compiled filter names ``c.metadata``; the table has that column too.
+    ``c`` because a compiled filter names ``c.metadata``; the table has that column too (the
+    dense leg reads the same table, ``dense._filtered_candidates``).
     """
     found = conn.execute(
         tables(
             "SELECT array_send(coalesce(array_agg(m.id), ARRAY[]::bigint[]))"
             " FROM (SELECT c.chunk_id AS id FROM {chunk_filters} c"
-            " WHERE c.collection_id = %(coll)s AND {condition} LIMIT %(limit)s) AS m",
+            " WHERE c.collection_id = %(coll)s AND {condition}) AS m",
             condition=filters.condition,
         ),
-        {**filters.params, "coll": row.id, "limit": limit},
+        {**filters.params, "coll": row.id},
         binary=True,
     ).fetchone()
     return decode_int_array(found[0], wide=True) if found else np.zeros(0, dtype=np.int64)

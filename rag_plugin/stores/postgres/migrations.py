@@ -337,6 +337,36 @@ _CHUNK_FILTERS: tuple[Step, ...] = (
     "DROP INDEX {schema}.rag_chunks_metadata",
 )
 
+# Each chunk's binary signature (pgvector's binary_quantize: one bit a dimension, its sign)
+# beside its metadata: a filtered dense search ranks the filter's matches by Hamming distance
+# over this narrow table and only the best ones exactly, by their vectors (dense.py). At 100k
+# chunks, ranking a 10 % filter's 9,869 matches exactly cost ≈ 28 ms, the whole filtered leg.
+# The table is rebuilt rather than updated in place (an UPDATE would leave a dead copy of
+# every row behind until a VACUUM).
+_SIGNATURES: tuple[Step, ...] = (
+    """
+    CREATE TABLE {schema}.rag_chunk_filters_new (
+        chunk_id bigint PRIMARY KEY,
+        collection_id bigint NOT NULL,
+        metadata jsonb NOT NULL,
+        signature varbit NOT NULL
+    )
+    """,
+    """
+    INSERT INTO {schema}.rag_chunk_filters_new (chunk_id, collection_id, metadata, signature)
+    SELECT f.chunk_id, f.collection_id, f.metadata, binary_quantize(c.embedding)
+    FROM {schema}.rag_chunk_filters f JOIN {schema}.rag_chunks c ON c.id = f.chunk_id
+    ORDER BY f.collection_id, f.chunk_id
+    """,
+    "DROP TABLE {schema}.rag_chunk_filters",
+    "ALTER TABLE {schema}.rag_chunk_filters_new RENAME TO rag_chunk_filters",
+    "ALTER INDEX {schema}.rag_chunk_filters_new_pkey RENAME TO rag_chunk_filters_pkey",
+    """
+    CREATE INDEX rag_chunk_filters_metadata ON {schema}.rag_chunk_filters
+        USING gin (metadata jsonb_path_ops)
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -354,5 +384,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "deletion keys of both vocabularies, for near-entry lookups", _DELETION_KEYS),
     Migration(12, "deletion keys of long entries' prefixes; no trigram indexes", _LONG_KEYS),
     Migration(13, "chunk metadata for filters in a narrow table of its own", _CHUNK_FILTERS),
+    Migration(14, "binary signatures of the chunks' vectors in the filter table", _SIGNATURES),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

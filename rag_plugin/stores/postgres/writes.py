@@ -364,7 +364,8 @@ def _insert_chunks(
             "tags": prepared.tags,
         }
         metadata.append(json.dumps({**prepared.metadata, **item.metadata, **base}))
-    # The filter table's copy of the metadata comes from the same statement (migration 13).
+    # The filter table's copy of the metadata and the vector's binary signature come from the
+    # same statement (migrations 13 and 14).
     conn.execute(
         tables(
             "WITH added AS (INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key,"
@@ -377,9 +378,9 @@ def _insert_chunks(
             " %(start)b::integer[], %(end)b::integer[], %(metadata)b::text[],"
             " %(length)b::integer[], %(ends)b::integer[])"
             " AS u(doc, idx, content, start_at, end_at, metadata, length, vector_end)"
-            " RETURNING id, collection_id, metadata)"
-            " INSERT INTO {chunk_filters} (chunk_id, collection_id, metadata)"
-            " SELECT id, collection_id, metadata FROM added"
+            " RETURNING id, collection_id, metadata, embedding)"
+            " INSERT INTO {chunk_filters} (chunk_id, collection_id, metadata, signature)"
+            " SELECT id, collection_id, metadata, binary_quantize(embedding) FROM added"
         ),
         {
             "coll": row.id,

@@ -112,24 +112,35 @@ def statistics_mismatches(
             )
             for name in ("term", "word")
         }
-        # Every chunk's row in the filter table, with the same collection and metadata, and
-        # no row there for a chunk that is gone (of any collection); before migration 13
-        # there is no such table.
-        has_filters = conn.execute(
-            "SELECT to_regclass(format('%%I.rag_chunk_filters', %s::text)) IS NOT NULL",
-            (schema,),
-        ).fetchone()
+        # Every chunk's row in the filter table, with the same collection and metadata (and,
+        # from migration 14, its vector's signature), and no row there for a chunk that is
+        # gone (of any collection); before migration 13 there is no such table.
+        columns = {
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = %s AND table_name = 'rag_chunk_filters'",
+                (schema,),
+            ).fetchall()
+        }
+        signature = (
+            " AND f.signature = binary_quantize(c.embedding)" if "signature" in columns else ""
+        )
         filter_rows = (
             []
-            if not has_filters or not has_filters[0]
+            if not columns
             else conn.execute(
                 sql.SQL(
                     "SELECT c.id, f.chunk_id FROM {chunks} c FULL JOIN {filters} f"
                     " ON f.chunk_id = c.id AND f.collection_id = c.collection_id"
-                    " AND f.metadata = c.metadata"
+                    " AND f.metadata = c.metadata{signature}"
                     " WHERE (c.id IS NULL OR f.chunk_id IS NULL)"
                     " AND (c.collection_id = %s OR c.id IS NULL)"
-                ).format(chunks=table("chunks"), filters=table("chunk_filters")),
+                ).format(
+                    chunks=table("chunks"),
+                    filters=table("chunk_filters"),
+                    signature=sql.SQL(signature),
+                ),
                 (collection_id,),
             ).fetchall()
         )
@@ -199,6 +210,16 @@ def statistics_mismatches(
     if document_rows is None or (documents, chunks) != tuple(document_rows):
         problems.append(f"documents/chunks stored {(documents, chunks)} != rows {document_rows}")
     return problems
+
+
+def downgrade_to_version_13(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Undo migration 14 in ``schema``: the filter table without the vectors' signatures."""
+
+    def run(statement: str) -> None:
+        conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+    run("ALTER TABLE {schema}.rag_chunk_filters DROP COLUMN signature")
+    run("DELETE FROM {schema}.rag_schema_version WHERE version >= 14")
 
 
 def downgrade_to_version_12(conn: psycopg.Connection[Any], schema: str) -> None:

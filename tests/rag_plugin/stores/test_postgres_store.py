@@ -28,6 +28,7 @@ from .pg_helpers import (
     downgrade_to_version_9,
     downgrade_to_version_11,
     downgrade_to_version_12,
+    downgrade_to_version_13,
     statistics_mismatches,
 )
 from .store_contract import CORPUS, StoreContract, chunk_inputs
@@ -228,6 +229,29 @@ def test_migration_13_copies_every_chunks_metadata_into_the_filter_table(
     assert statistics_mismatches(dsn, pg_schema, "other") == []
     assert answers() == expected
     assert [len(ids) for ids in expected] == [2, 1, 1]
+
+
+def test_migration_14_gives_every_filter_row_its_vectors_signature(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=3, embedding_model="m")
+    vectors = [[1.0, -2.0, 0.5], [-1.0, 2.0, 3.0], [0.5, 0.5, -0.5]]
+    _, chunks = chunk_inputs(["a", "b", "c"], vectors, [{"n": i} for i in range(3)])
+    store.upsert_document(collection, DocumentInput(source="a"), chunks)
+    with psycopg.connect(dsn) as conn:
+        downgrade_to_version_13(conn, pg_schema)
+        conn.commit()
+        assert ensure_schema(conn, pg_schema) == SCHEMA_VERSION
+        signatures = conn.execute(
+            sql.SQL("SELECT signature::text FROM {} ORDER BY chunk_id").format(
+                sql.Identifier(pg_schema, "rag_chunk_filters")
+            )
+        ).fetchall()
+    assert signatures == [("101",), ("011",), ("110",)]  # a bit per dimension: its sign
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
+    where = filters_from_json({"filters": [{"key": "n", "operator": "in", "value": [0, 2]}]})
+    hits = store.dense(collection, [1.0, 0.0, 0.0], 2, where)
+    assert [h.chunk.content for h in hits] == ["c", "a"]
 
 
 def test_a_schema_newer_than_the_code_is_refused(
