@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
+from rag_plugin.filters import shared_filters
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights, RrfFusion, SearchResult, rank_results
 from rag_plugin.rerank import Reranker, RerankInfo
 from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
@@ -311,6 +312,7 @@ class CollectionSearcher:
         n: int,
     ) -> list[SearchHit]:
         fuzzy_n = min(n, 2 * top_k)
+        filters = shared_filters(filters)  # the legs share what one of them learns about it
         runs: list[tuple[_Leg, float]] = []
         if weights.semantic > 0:
             runs.append(

@@ -34,11 +34,12 @@ a group, so equality on metadata keys named ``key``, ``operator``, ``value``, ``
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from rag_plugin.exceptions import InvalidInputError
 
@@ -57,12 +58,15 @@ __all__ = [
     "Filters",
     "MetadataFilter",
     "Scalar",
+    "SharedFilters",
     "as_expression",
     "filters_from_json",
     "matches",
+    "shared_filters",
 ]
 
 Scalar: TypeAlias = str | int | float | bool
+_T = TypeVar("_T")
 
 MAX_DEPTH = 8
 """Groups nest at most this deep (the top group is depth 1)."""
@@ -132,8 +136,41 @@ class FilterGroup:
 
 
 FilterExpression: TypeAlias = MetadataFilter | FilterGroup
-Filters: TypeAlias = FilterExpression | Mapping[str, Scalar]
-"""What the store legs accept: an expression, or ``{key: value}`` equality filters."""
+
+
+class SharedFilters:
+    """One search's filters, handed to each of its legs, with what one leg has worked out
+    about them for the others (:func:`shared_filters` makes it).
+
+    A store keys what it keeps (:meth:`once`) by what it depends on besides the expression,
+    such as the collection: the PostgreSQL store keeps the ids of the matching chunks, so a
+    hybrid search reads them once instead of once a leg, and the legs running at once in
+    threads wait for the first reader instead of all reading them side by side. Each leg
+    still has its own transaction, so the ids come from the snapshot of whichever leg read
+    them first: as if the other legs ran a moment earlier or later. Valid for one search;
+    never keep one across searches (writes change what matches).
+    """
+
+    __slots__ = ("_kept", "_lock", "expression")
+
+    def __init__(self, expression: FilterExpression) -> None:
+        self.expression = expression
+        self._lock = threading.Lock()
+        self._kept: dict[Hashable, Any] = {}
+
+    def once(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()``'s value, computed by the first caller with this ``key`` (the others
+        wait for it, then get the same value)."""
+        with self._lock:
+            if key not in self._kept:
+                self._kept[key] = compute()
+            value: _T = self._kept[key]
+            return value
+
+
+Filters: TypeAlias = FilterExpression | Mapping[str, Scalar] | SharedFilters
+"""What the store legs accept: an expression, ``{key: value}`` equality filters, or either
+shared by the legs of one search."""
 
 
 # -- building and validating -------------------------------------------------------------
@@ -148,6 +185,8 @@ def as_expression(filters: Filters | None) -> FilterExpression | None:
     """
     if filters is None:
         return None
+    if isinstance(filters, SharedFilters):
+        return filters.expression  # validated when it was made
     if isinstance(filters, MetadataFilter | FilterGroup):
         expression = filters
     elif isinstance(filters, Mapping):
@@ -166,6 +205,14 @@ def as_expression(filters: Filters | None) -> FilterExpression | None:
     if count > MAX_FILTERS:
         raise InvalidInputError(f"filters hold {count} conditions; the limit is {MAX_FILTERS}.")
     return expression
+
+
+def shared_filters(filters: Filters | None) -> SharedFilters | None:
+    """``filters`` validated, for the legs of one search to share (None for no filter)."""
+    if isinstance(filters, SharedFilters):
+        return filters
+    expression = as_expression(filters)
+    return None if expression is None else SharedFilters(expression)
 
 
 def _check(expression: FilterExpression, depth: int) -> int:

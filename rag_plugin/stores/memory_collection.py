@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_plugin.filters import as_expression, matches
+from rag_plugin.filters import SharedFilters, as_expression, matches
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex
@@ -170,10 +170,20 @@ class MemoryCollection:
         return correction
 
     def _allowed_ids(self, filters: Filters | None) -> set[str] | None:
+        """The ids of the chunks matching ``filters`` (None for no filter): once a search
+        when its legs share the filters."""
         expression = as_expression(filters)
         if expression is None:
             return None
-        return {chunk.id for chunk in self._chunks.values() if matches(expression, chunk.metadata)}
+
+        def matching() -> set[str]:
+            return {
+                chunk.id for chunk in self._chunks.values() if matches(expression, chunk.metadata)
+            }
+
+        if isinstance(filters, SharedFilters):
+            return filters.once(("allowed_ids", id(self)), matching)
+        return matching()
 
     # -- JSON --------------------------------------------------------------------------
 

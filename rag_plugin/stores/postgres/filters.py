@@ -27,6 +27,7 @@ from rag_plugin.filters import (
     Filters,
     MetadataFilter,
     Scalar,
+    SharedFilters,
     as_expression,
 )
 
@@ -36,16 +37,24 @@ __all__ = ["SqlFilter", "compile_filter", "sql_filter"]
 @dataclass(frozen=True)
 class SqlFilter:
     """A compiled filter: a boolean SQL condition on ``{alias}.metadata`` and its named
-    parameters (``f0``, ``f1``, ...: merge them into the statement's own)."""
+    parameters (``f0``, ``f1``, ...: merge them into the statement's own), and the
+    :class:`~rag_plugin.filters.SharedFilters` it came from, if the legs of one search share
+    it."""
 
     condition: sql.Composable
     params: dict[str, Any] = field(default_factory=dict)
+    shared: SharedFilters | None = None
 
 
 def sql_filter(filters: Filters | None) -> SqlFilter | None:
     """``filters`` validated and compiled; None when there is no filter."""
     expression = as_expression(filters)
-    return None if expression is None else compile_filter(expression)
+    if expression is None:
+        return None
+    compiled = compile_filter(expression)
+    if isinstance(filters, SharedFilters):
+        return SqlFilter(compiled.condition, compiled.params, filters)
+    return compiled
 
 
 def compile_filter(expression: FilterExpression, alias: str = "c") -> SqlFilter:

@@ -83,19 +83,27 @@ def allowed_chunks(
 
     Read from the narrow filter table (migration 13), never from the chunk rows. Its alias is
     ``c`` because a compiled filter names ``c.metadata``; the table has that column too (the
-    dense leg reads the same table, ``dense._filtered_candidates``).
+    dense leg reads the same table, ``dense._filtered_candidates``). When the legs of one
+    search share the filter, the first leg to ask reads them and the others get the same ids
+    (at 100k chunks a 10 % filter's ids cost ≈ 8 ms a leg).
     """
-    found = conn.execute(
-        tables(
-            "SELECT array_send(coalesce(array_agg(m.id), ARRAY[]::bigint[]))"
-            " FROM (SELECT c.chunk_id AS id FROM {chunk_filters} c"
-            " WHERE c.collection_id = %(coll)s AND {condition}) AS m",
-            condition=filters.condition,
-        ),
-        {**filters.params, "coll": row.id},
-        binary=True,
-    ).fetchone()
-    return decode_int_array(found[0], wide=True) if found else np.zeros(0, dtype=np.int64)
+
+    def read() -> IntArray:
+        found = conn.execute(
+            tables(
+                "SELECT array_send(coalesce(array_agg(m.id), ARRAY[]::bigint[]))"
+                " FROM (SELECT c.chunk_id AS id FROM {chunk_filters} c"
+                " WHERE c.collection_id = %(coll)s AND {condition}) AS m",
+                condition=filters.condition,
+            ),
+            {**filters.params, "coll": row.id},
+            binary=True,
+        ).fetchone()
+        return decode_int_array(found[0], wide=True) if found else np.zeros(0, dtype=np.int64)
+
+    if filters.shared is None:
+        return read()
+    return filters.shared.once(("allowed_chunks", row.id), read)
 
 
 def top_chunks(

@@ -11,6 +11,7 @@ import pytest
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.filters import filters_from_json
 from rag_plugin.stores.base import CollectionInfo, DocumentInput, Store
@@ -20,6 +21,7 @@ from rag_plugin.stores.postgres import (
     PostgresStore,
     validate_schema_name,
 )
+from rag_plugin.stores.postgres import lexical as postgres_lexical
 from rag_plugin.stores.postgres.schema import MIGRATIONS, Migration, current_version, ensure_schema
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
@@ -252,6 +254,38 @@ def test_migration_14_gives_every_filter_row_its_vectors_signature(
     where = filters_from_json({"filters": [{"key": "n", "operator": "in", "value": [0, 2]}]})
     hits = store.dense(collection, [1.0, 0.0, 0.0], 2, where)
     assert [h.chunk.content for h in hits] == ["c", "a"]
+
+
+def test_the_legs_of_a_hybrid_search_read_the_filters_matching_ids_once(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert store.concurrent_legs  # the legs run at once, in threads
+    embedder = FakeEmbedder(dimensions=8)
+    collection = store.create_collection("docs", dimensions=8, embedding_model=embedder.model_name)
+    texts = ["alpha beta", "alpha gamma", "beta gamma", "alpha delta", "gamma delta"]
+    _, chunks = chunk_inputs(
+        texts, embedder.embed(texts), [{"topic": "ab"[i % 2]} for i in range(len(texts))]
+    )
+    store.upsert_document(collection, DocumentInput(source="a"), chunks)
+    reads: list[int] = []
+    decode = postgres_lexical.decode_int_array
+
+    def counted(data: bytes, wide: bool) -> Any:
+        reads.append(1)
+        return decode(data, wide)
+
+    monkeypatch.setattr(postgres_lexical, "decode_int_array", counted)
+    searcher = CollectionSearcher(store, embedder)
+    outcome = searcher.search(collection, "alpha", top_k=5, filters={"topic": "a"})
+    assert len(reads) == 1  # the BM25 and fuzzy legs share one read (dense has its own)
+    assert sorted(hit.chunk.content for hit in outcome.hits) == [
+        "alpha beta",
+        "beta gamma",
+        "gamma delta",
+    ]  # the chunks of topic a (the dense leg ranks every one)
+    store.bm25(collection, "alpha", 5, {"topic": "a"})
+    store.fuzzy(collection, "alpha", 5, {"topic": "a"})
+    assert len(reads) == 3  # legs called on their own each read them
 
 
 def test_a_schema_newer_than_the_code_is_refused(
