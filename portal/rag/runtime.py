@@ -143,18 +143,27 @@ def llm_http_client() -> httpx.Client:
     return httpx.Client(verify=_tls())
 
 
+@cache
+def _shared_http_client() -> httpx.Client:
+    """The process's pool of LLM connections for calls that run to their end (httpx clients
+    are thread-safe). Without one, every request's new LLM built an HTTP client of its own,
+    loading the certificate store again (≈ 20 ms a request) and opening a new connection."""
+    return httpx.Client(verify=_tls())
+
+
 def llm(http_client: httpx.Client | None = None) -> LLM | None:
     """The deployment's answering LLM, or None when none is configured (SPEC R5).
 
     ``http_client``: the connections it uses, for a caller that must be able to end a request
-    in flight (closing the client ends a streamed answer whose reader went away).
+    in flight (closing the client ends a streamed answer whose reader went away); by default
+    the process's shared pool.
     """
     rag = _rag()
     if not rag["LLM_URL"] or not rag["LLM_MODEL"]:
         return None
     from rag_plugin.llama_index.query_engine import openai_compatible_llm
 
-    connections: dict[str, Any] = {} if http_client is None else {"http_client": http_client}
+    connections: dict[str, Any] = {"http_client": http_client or _shared_http_client()}
     return openai_compatible_llm(
         rag["LLM_URL"],
         rag["LLM_MODEL"],
