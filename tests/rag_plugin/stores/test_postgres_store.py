@@ -188,6 +188,23 @@ def test_migration_12_keys_the_long_entries_and_drops_the_trigram_indexes(
     assert len(expected) == 2
 
 
+def filter_rows_after_migrating(
+    dsn: str,
+    schema: str,
+    downgrade: Callable[[psycopg.Connection[Any], str], None],
+    query: str,
+) -> list[tuple[Any, ...]]:
+    """Undo the newest migrations with ``downgrade``, migrate to the newest version again, and
+    return the rows of ``query`` (``{filters}``: the schema's filter table)."""
+    with psycopg.connect(dsn) as conn:
+        downgrade(conn, schema)
+        conn.commit()
+        assert ensure_schema(conn, schema) == SCHEMA_VERSION
+        return conn.execute(
+            sql.SQL(query).format(filters=sql.Identifier(schema, "rag_chunk_filters"))
+        ).fetchall()
+
+
 def test_migration_13_copies_every_chunks_metadata_into_the_filter_table(
     store: PostgresStore, dsn: str, pg_schema: str
 ) -> None:
@@ -217,16 +234,10 @@ def test_migration_13_copies_every_chunks_metadata_into_the_filter_table(
         ]
 
     expected = answers()
-    with psycopg.connect(dsn) as conn:
-        downgrade_to_version_12(conn, pg_schema)
-        conn.commit()
-        assert ensure_schema(conn, pg_schema) == SCHEMA_VERSION
-        copied = conn.execute(
-            sql.SQL("SELECT count(*) FROM {}").format(
-                sql.Identifier(pg_schema, "rag_chunk_filters")
-            )
-        ).fetchone()
-    assert copied == (5,)
+    copied = filter_rows_after_migrating(
+        dsn, pg_schema, downgrade_to_version_12, "SELECT count(*) FROM {filters}"
+    )
+    assert copied == [(5,)]
     assert statistics_mismatches(dsn, pg_schema, "docs") == []
     assert statistics_mismatches(dsn, pg_schema, "other") == []
     assert answers() == expected
@@ -240,15 +251,12 @@ def test_migration_14_gives_every_filter_row_its_vectors_signature(
     vectors = [[1.0, -2.0, 0.5], [-1.0, 2.0, 3.0], [0.5, 0.5, -0.5]]
     _, chunks = chunk_inputs(["a", "b", "c"], vectors, [{"n": i} for i in range(3)])
     store.upsert_document(collection, DocumentInput(source="a"), chunks)
-    with psycopg.connect(dsn) as conn:
-        downgrade_to_version_13(conn, pg_schema)
-        conn.commit()
-        assert ensure_schema(conn, pg_schema) == SCHEMA_VERSION
-        signatures = conn.execute(
-            sql.SQL("SELECT signature::text FROM {} ORDER BY chunk_id").format(
-                sql.Identifier(pg_schema, "rag_chunk_filters")
-            )
-        ).fetchall()
+    signatures = filter_rows_after_migrating(
+        dsn,
+        pg_schema,
+        downgrade_to_version_13,
+        "SELECT signature::text FROM {filters} ORDER BY chunk_id",
+    )
     assert signatures == [("101",), ("011",), ("110",)]  # a bit per dimension: its sign
     assert statistics_mismatches(dsn, pg_schema, "docs") == []
     where = filters_from_json({"filters": [{"key": "n", "operator": "in", "value": [0, 2]}]})
