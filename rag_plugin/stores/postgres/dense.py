@@ -59,11 +59,13 @@ QUANTIZED_KEEP = 1000
 """At least this many of a filter's matches (and 20 per result asked for) are ranked exactly
 after the signatures' first pass. Measured on the bundled model's vectors of SciFact and
 Vaswani (300 queries, a random 30 % filter, 6,072 matches): keeping 1,000 found every one of
-the exact top 50 in the mean (the worst query 49 of 50), 500 found 99.5 %, 200 found 95 %."""
+the exact top 50 in the mean (the worst query 49 of 50), 500 found 99.5 %, 200 found 95 %.
+Through this store (``bench/signature_recall.py``, 20,240 chunks, n = 50): recall@50 0.9999
+for a 10 % filter and 0.9993 for 30 %."""
 
 
 class DensePlan:
-    """Names of the two plans, recorded on the store for tests and benchmarks."""
+    """Names of the plans, recorded on the store for tests and benchmarks."""
 
     EXACT = "exact"
     QUANTIZED = "signatures+exact"

@@ -21,9 +21,10 @@ one from ``band``: tens of thousands of postings each), by MaxScore:
    left-out similarity (the score rises with every similarity, and so do rounded floats).
    The others are read in one round trip.
 3. Chunks whose upper bound (with each query word's best left-out similarity) still reaches θ
-   get their left-out words settled, in tiers of similarity, highest first: by looking their
-   words up in the forward index, or by reading the tier's postings when that is cheaper. A
-   chunk below θ stays below (its bound only falls, θ only rises).
+   get their left-out words settled, in tiers of similarity, highest first (a cheap tier read
+   with the one before it: each tier costs passes over the state): by looking their words up
+   in the forward index, or by reading the tier's postings when that is cheaper. A chunk
+   below θ stays below (its bound only falls, θ only rises).
 
 Ties at the ``n``-th score go by chunk id (the key); tens of thousands of tied chunks (one
 common close word) are never sent to SQL: the chunks are walked in key order instead.

@@ -8,7 +8,8 @@ share one index and see each other's writes at once, and an app process's memory
 with the corpus.
 
 - Dense: partial HNSW indexes per (dimension, metric), exact scans for small collections or
-  selective filters, iterative scans otherwise (``dense.py``).
+  selective filters (ranked by binary signatures first when the filter matches many),
+  iterative scans otherwise (``dense.py``).
 - BM25: over the whole collection, every posting of the query's terms read from the term
   blocks in one round trip and scored by numpy exactly as
   :class:`~rag_plugin.lexical.bm25.Bm25Index` does (``lexical.py``).
@@ -19,7 +20,8 @@ with the corpus.
 Collection names are validated before any SQL; identifiers go through ``psycopg.sql``; values
 are parameters. Every query is scoped by the collection's owner (``owner IS NOT DISTINCT FROM``)
 and applies metadata filters before ranking (the legs read the ids of the matching chunks
-from a narrow table of each chunk's metadata, ``rag_chunk_filters``, and rank only those).
+from a narrow table of each chunk's metadata, ``rag_chunk_filters``, once per search when the
+legs share the filter, and rank only those).
 """
 
 from __future__ import annotations
@@ -169,9 +171,10 @@ class PostgresStore(Store):
 
     @property
     def last_dense_plan(self) -> str:
-        """The plan of the calling thread's last dense search (``exact``, ``hnsw`` or
-        ``hnsw+exact``; empty before one): per thread, since one store serves every request
-        of a process and the engine runs legs in threads of its own."""
+        """The plan of the calling thread's last dense search (a ``dense.DensePlan`` value:
+        ``exact``, ``signatures+exact``, ``hnsw`` or ``hnsw+exact``; empty before one): per
+        thread, since one store serves every request of a process and the engine runs legs in
+        threads of its own."""
         plan: str = getattr(self._plans, "dense", "")
         return plan
 
