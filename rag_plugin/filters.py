@@ -34,14 +34,14 @@ a group, so equality on metadata keys named ``key``, ``operator``, ``value``, ``
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.shared_filters import SharedFilters
 
 __all__ = [
     "LIST_OPERATORS",
@@ -66,7 +66,6 @@ __all__ = [
 ]
 
 Scalar: TypeAlias = str | int | float | bool
-_T = TypeVar("_T")
 
 MAX_DEPTH = 8
 """Groups nest at most this deep (the top group is depth 1)."""
@@ -136,38 +135,6 @@ class FilterGroup:
 
 
 FilterExpression: TypeAlias = MetadataFilter | FilterGroup
-
-
-class SharedFilters:
-    """One search's filters, handed to each of its legs, with what one leg has worked out
-    about them for the others (:func:`shared_filters` makes it).
-
-    A store keys what it keeps (:meth:`once`) by what it depends on besides the expression,
-    such as the collection: the PostgreSQL store keeps the ids of the matching chunks, so a
-    hybrid search reads them once instead of once a leg, and the legs running at once in
-    threads wait for the first reader instead of all reading them side by side. Each leg
-    still has its own transaction, so the ids come from the snapshot of whichever leg read
-    them first: as if the other legs ran a moment earlier or later. Valid for one search;
-    never keep one across searches (writes change what matches).
-    """
-
-    __slots__ = ("_kept", "_lock", "expression")
-
-    def __init__(self, expression: FilterExpression) -> None:
-        self.expression = expression
-        self._lock = threading.Lock()
-        self._kept: dict[Hashable, Any] = {}
-
-    def once(self, key: Hashable, compute: Callable[[], _T]) -> _T:
-        """``compute()``'s value, computed by the first caller with this ``key`` (the others
-        wait for it, then get the same value)."""
-        with self._lock:
-            if key not in self._kept:
-                self._kept[key] = compute()
-            value: _T = self._kept[key]
-            return value
-
-
 Filters: TypeAlias = FilterExpression | Mapping[str, Scalar] | SharedFilters
 """What the store legs accept: an expression, ``{key: value}`` equality filters, or either
 shared by the legs of one search."""

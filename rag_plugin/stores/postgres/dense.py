@@ -35,7 +35,7 @@ from psycopg import sql
 
 from rag_plugin.lexical.slots import IntArray
 from rag_plugin.stores.base import ScoredChunk
-from rag_plugin.stores.postgres.blocks import decode_int_array
+from rag_plugin.stores.postgres.block_reads import decode_int_array
 from rag_plugin.stores.postgres.filters import SqlFilter
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,

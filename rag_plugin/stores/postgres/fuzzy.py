@@ -42,7 +42,7 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.fuzzy import fuzzy_query_words
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
-from rag_plugin.stores.postgres.blocks import (
+from rag_plugin.stores.postgres.block_reads import (
     read_chunk_words,
     read_word_groups,
 )

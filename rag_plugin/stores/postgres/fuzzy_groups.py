@@ -18,7 +18,7 @@ from rapidfuzz.distance import Levenshtein
 
 from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE
 from rag_plugin.lexical.slots import BoolArray, FloatArray, IntArray
-from rag_plugin.stores.postgres.blocks import chunk_ids_at, union_ids
+from rag_plugin.stores.postgres.block_reads import chunk_ids_at, union_ids
 from rag_plugin.stores.postgres.correction import near_terms
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 

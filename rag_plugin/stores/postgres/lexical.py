@@ -27,7 +27,7 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import bm25_idf, bm25_term_scores
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
-from rag_plugin.stores.postgres.blocks import decode_int_array, read_term_postings, union_ids
+from rag_plugin.stores.postgres.block_reads import decode_int_array, read_term_postings, union_ids
 from rag_plugin.stores.postgres.filters import SqlFilter
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 

@@ -12,6 +12,7 @@ from psycopg import sql
 from rag_plugin.stores.base import CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres import blocks as term_blocks
+from rag_plugin.stores.postgres.block_reads import decode_int_array
 
 from .pg_helpers import statistics_mismatches
 from .store_contract import chunk_inputs
@@ -110,6 +111,6 @@ def test_array_send_is_decoded_with_and_without_elements(dsn: str) -> None:
             binary=True,
         ).fetchone()
     assert rows is not None
-    assert term_blocks.decode_int_array(rows[0], wide=True).tolist() == []
-    assert term_blocks.decode_int_array(rows[1], wide=True).tolist() == [3, -1, 9_000_000_000]
-    assert term_blocks.decode_int_array(rows[2], wide=False).tolist() == [7, 0]
+    assert decode_int_array(rows[0], wide=True).tolist() == []
+    assert decode_int_array(rows[1], wide=True).tolist() == [3, -1, 9_000_000_000]
+    assert decode_int_array(rows[2], wide=False).tolist() == [7, 0]
