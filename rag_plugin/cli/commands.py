@@ -1,4 +1,5 @@
-"""The ``ragctl`` commands: argument parsing and the ingest-dir, search and collections flows."""
+"""The ``ragctl`` commands: argument parsing and the ingest-dir, search and collections flows
+(sending ingest-dir's documents is ``sending.py``, the chat ``chat.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
-from tqdm import tqdm
 
 from rag_plugin.cli import output
 from rag_plugin.cli.chat import add_chat_parser
@@ -20,13 +20,11 @@ from rag_plugin.cli.client import (
     BATCH_MAX_DOCUMENTS,
     DEFAULT_HOST,
     ApiError,
-    IngestResult,
     RagClient,
-    document_fields,
-    encoded_size,
     normalize_host,
 )
-from rag_plugin.cli.discovery import Discovery, Document, discover
+from rag_plugin.cli.discovery import Discovery, discover
+from rag_plugin.cli.sending import document_json, send_documents
 from rag_plugin.exceptions import RagError
 
 CHUNKING_STRATEGIES = ("word", "semantic", "character")
@@ -34,8 +32,6 @@ SEARCH_STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid")
 HOST_ENV = "RAG_HOST"
 TOKEN_ENV = "RAG_TOKEN"  # noqa: S105 (the variable's name, not a secret)
 DEFAULT_BATCH_SIZE = 20
-MAX_BATCH_BYTES = 1024 * 1024
-"""JSON bytes of documents per batch request: half the portal's default 2 MiB body limit."""
 
 
 class CommandError(RagError):
@@ -191,7 +187,17 @@ def ingest_dir(args: argparse.Namespace, console: Console) -> int:
 
     with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
         client.use_token(_token(args, console, client))
-        outcomes = _ingest_all(client, collection, args, discovery.documents, console)
+        outcomes = send_documents(
+            client,
+            collection,
+            discovery.documents,
+            tags=args.tags,
+            chunking_strategy=args.chunking_strategy,
+            metadata=_pairs(args.metadata, "--metadata"),
+            batch_size=args.batch_size,
+            quiet=args.json,
+            console=console,
+        )
 
     failed = sum(1 for outcome in outcomes if outcome["status"] == "failed")
     succeeded = len(outcomes) - failed
@@ -263,120 +269,6 @@ def collections(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def plan_batches(
-    documents: Sequence[Document],
-    *,
-    max_documents: int,
-    max_bytes: int,
-    size: Callable[[Document], int],
-) -> list[tuple[Document, ...]]:
-    """Consecutive groups of at most ``max_documents`` and ``max_bytes`` (by ``size``), in order.
-
-    A document bigger than ``max_bytes`` on its own makes a group of one.
-    """
-    batches: list[tuple[Document, ...]] = []
-    current: list[Document] = []
-    current_bytes = 0
-    for document in documents:
-        document_bytes = size(document)
-        if current and (
-            len(current) >= max_documents or current_bytes + document_bytes > max_bytes
-        ):
-            batches.append(tuple(current))
-            current, current_bytes = [], 0
-        current.append(document)
-        current_bytes += document_bytes
-    if current:
-        batches.append(tuple(current))
-    return batches
-
-
-def _ingest_all(
-    client: RagClient,
-    collection: str,
-    args: argparse.Namespace,
-    documents: Sequence[Document],
-    console: Console,
-) -> list[dict[str, Any]]:
-    """Send the documents in order, in batches; a failure is recorded and the run goes on."""
-    show_bar = not args.json and console.stderr.isatty()
-    bar = tqdm(
-        total=len(documents), file=console.stderr, unit="doc", disable=not show_bar, leave=False
-    )
-    outcomes: list[dict[str, Any]] = []
-
-    def emit(stream: TextIO, line: str) -> None:
-        if show_bar:
-            bar.write(line, file=stream)  # clears and redraws the bar around the line
-        else:
-            print(line, file=stream)
-
-    def record(document: Document, result: IngestResult | ApiError) -> None:
-        outcome = _document_json(document)
-        if isinstance(result, ApiError):
-            outcome.update(status="failed", http_status=result.status, error=result.message)
-            emit(console.stderr, output.failed_line(document.path, str(result)))
-        else:
-            outcome.update(status="ingested", chunks=result.chunks, document_id=result.document_id)
-            if not args.json:
-                emit(console.stdout, output.ingested_line(document.path, result.chunks))
-        outcomes.append(outcome)
-        bar.update(1)
-
-    batches = plan_batches(
-        documents,
-        max_documents=args.batch_size,
-        max_bytes=MAX_BATCH_BYTES,
-        size=lambda document: encoded_size(
-            document_fields(document, args.tags, _pairs(args.metadata, "--metadata"))
-        ),
-    )
-    use_batch_route = True
-    with bar:
-        for batch in batches:
-            if len(batch) > 1 and use_batch_route:
-                bar.set_postfix_str(f"{batch[0].source} (+{len(batch) - 1})", refresh=False)
-                try:
-                    results = client.ingest_batch(
-                        collection=collection,
-                        documents=batch,
-                        tags=args.tags,
-                        chunking_strategy=args.chunking_strategy,
-                        metadata=_pairs(args.metadata, "--metadata"),
-                    )
-                except ApiError as exc:
-                    # The server wrote none of the batch: fall through to one request per
-                    # document, so each gets its own outcome. A server without the route
-                    # (an older portal) is not asked again.
-                    use_batch_route = exc.status not in (404, 405)
-                else:
-                    for document, result in zip(batch, results, strict=True):
-                        record(document, result)
-                    continue
-            for document in batch:
-                bar.set_postfix_str(document.source, refresh=False)
-                record(document, _ingest_one(client, collection, args, document))
-    return outcomes
-
-
-def _ingest_one(
-    client: RagClient, collection: str, args: argparse.Namespace, document: Document
-) -> IngestResult | ApiError:
-    """One document through ``/api/rag/ingest``: the server's result, or why it failed."""
-    try:
-        return client.ingest(
-            collection=collection,
-            content=document.content,
-            title=document.title,
-            source=document.source,
-            tags=args.tags,
-            chunking_strategy=args.chunking_strategy,
-            metadata=_pairs(args.metadata, "--metadata"),
-        )
-    except ApiError as exc:
-        return exc
-
-
 def _token(args: argparse.Namespace, console: Console, client: RagClient) -> str:
     """--token, else $RAG_TOKEN (unless --user/--password were given), else a login."""
     if args.token:
@@ -408,22 +300,13 @@ def _report_dry_run(discovery: Discovery, as_json: bool, console: Console) -> No
     console.out(output.dry_run_summary(len(discovery.documents)))
 
 
-def _document_json(document: Document) -> dict[str, Any]:
-    return {
-        "path": str(document.path),
-        "source": document.source,
-        "title": document.title,
-        "bytes": document.size,
-    }
-
-
 def _discovery_json(
     discovery: Discovery,
     dry_run: bool,
     outcomes: list[dict[str, Any]] | None,
     summary: dict[str, int],
 ) -> dict[str, Any]:
-    documents = outcomes if outcomes is not None else list(map(_document_json, discovery.documents))
+    documents = outcomes if outcomes is not None else list(map(document_json, discovery.documents))
     return {
         "dry_run": dry_run,
         "documents": documents,
