@@ -35,7 +35,6 @@ import psycopg
 
 from rag_plugin.exceptions import (
     CollectionExistsError,
-    CollectionNotFoundError,
     DocumentNotFoundError,
     InvalidInputError,
     StoreError,
@@ -56,7 +55,7 @@ from rag_plugin.stores.base import (
     settled_collection,
     validate_collection_name,
 )
-from rag_plugin.stores.postgres import correction, lexical, writes
+from rag_plugin.stores.postgres import correction, lexical, reads, writes
 from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
@@ -80,47 +79,6 @@ LexicalSearch = Callable[
     list[ScoredChunk],
 ]
 """A word-based leg: (connection, tables, collection row, query, n, compiled filter) → hits."""
-
-
-_COLLECTION = (
-    "SELECT {collection_columns} FROM {collections}"
-    " WHERE name = %s AND owner IS NOT DISTINCT FROM %s"
-)
-
-# Reads of one collection's rows for PostgresStore._read: {owned_collection} comes first.
-_DOCUMENT_BY_ID = (
-    "SELECT {document_columns} FROM {documents} d"
-    " WHERE d.collection_id = {owned_collection} AND d.id = %s"
-)
-_DOCUMENT_EXISTS = "SELECT 1 FROM {documents} WHERE collection_id = {owned_collection} AND id = %s"
-# The partial unique index on (collection_id, source) needs the ``<> ''``.
-_DOCUMENT_BY_SOURCE = (
-    "SELECT {document_columns} FROM {documents} d"
-    " WHERE d.collection_id = {owned_collection} AND d.source = %s AND d.source <> ''"
-)
-_DOCUMENTS_BY_SOURCES = (
-    "SELECT {document_columns} FROM {documents} d"
-    " WHERE d.collection_id = {owned_collection} AND d.source = ANY(%s) AND d.source <> ''"
-)
-_DOCUMENTS_NEWEST_FIRST = (
-    "SELECT {document_columns} FROM {documents} d WHERE d.collection_id = {owned_collection}"
-    " ORDER BY d.seq DESC LIMIT %s OFFSET %s"
-)
-_CHUNKS_BY_ID = (
-    "SELECT {chunk_columns} FROM {chunks} c"
-    " WHERE c.collection_id = {owned_collection} AND c.document_id = %s ORDER BY c.idx"
-)
-_CHUNKS_BY_SOURCES = (
-    "SELECT {chunk_columns} FROM {documents} d JOIN {chunks} c ON c.document_id = d.id"
-    " WHERE d.collection_id = {owned_collection} AND d.source = ANY(%s) AND d.source <> ''"
-    " ORDER BY c.document_id, c.idx"
-)
-
-
-def _found_collection(rows: list[Any], name: str) -> CollectionRow:
-    if not rows:
-        raise CollectionNotFoundError(name)
-    return CollectionRow.from_row(rows[0])
 
 
 def _positive(name: str, value: int) -> int:
@@ -305,7 +263,7 @@ class PostgresStore(Store):
 
     def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         """Return one document; raise ``DocumentNotFoundError`` if absent."""
-        row, (found,) = self._read(collection.key, (_DOCUMENT_BY_ID, (document_id,)))
+        row, (found,) = self._read(collection.key, (reads.DOCUMENT_BY_ID, (document_id,)))
         if not found:
             raise DocumentNotFoundError(document_id)
         return document_record(row.info.name, found[0])
@@ -315,7 +273,7 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         if not source:
             return None
-        row, (found,) = self._read(collection.key, (_DOCUMENT_BY_SOURCE, (source,)))
+        row, (found,) = self._read(collection.key, (reads.DOCUMENT_BY_SOURCE, (source,)))
         return document_record(row.info.name, found[0]) if found else None
 
     def find_sources(
@@ -330,7 +288,7 @@ class PostgresStore(Store):
         if not asked:
             return self._read(wanted)[0].info, {}
         row, (documents, chunks) = self._read(
-            wanted, (_DOCUMENTS_BY_SOURCES, (asked,)), (_CHUNKS_BY_SOURCES, (asked,))
+            wanted, (reads.DOCUMENTS_BY_SOURCES, (asked,)), (reads.CHUNKS_BY_SOURCES, (asked,))
         )
         by_document: dict[str, list[ChunkRecord]] = {}
         for chunk in map(chunk_record, chunks):
@@ -347,13 +305,15 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         if limit < 0 or offset < 0:
             raise InvalidInputError(f"limit and offset must not be negative, got {limit}, {offset}")
-        row, (rows,) = self._read(collection.key, (_DOCUMENTS_NEWEST_FIRST, (limit, offset)))
+        row, (rows,) = self._read(collection.key, (reads.DOCUMENTS_NEWEST_FIRST, (limit, offset)))
         return [document_record(row.info.name, r) for r in rows]
 
     def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
         """Return a document's chunks in index order."""
         _, (exists, rows) = self._read(
-            collection.key, (_DOCUMENT_EXISTS, (document_id,)), (_CHUNKS_BY_ID, (document_id,))
+            collection.key,
+            (reads.DOCUMENT_EXISTS, (document_id,)),
+            (reads.CHUNKS_BY_ID, (document_id,)),
         )
         if not exists:
             raise DocumentNotFoundError(document_id)
@@ -439,14 +399,14 @@ class PostgresStore(Store):
         validate_collection_name(key.name)
         owned = (key.name, key.owner)
         collections, *results = self._db.run(
-            (self._tables(_COLLECTION), owned),
+            (self._tables(reads.COLLECTION), owned),
             *((self._tables(template), (*owned, *params)) for template, params in statements),
         )
-        return _found_collection(collections, key.name), results
+        return reads.found_collection(collections, key.name), results
 
     def _collection(self, conn: psycopg.Connection[Any], info: CollectionInfo) -> CollectionRow:
-        rows = conn.execute(self._tables(_COLLECTION), (info.name, info.owner)).fetchall()
-        return _found_collection(rows, info.name)
+        rows = conn.execute(self._tables(reads.COLLECTION), (info.name, info.owner)).fetchall()
+        return reads.found_collection(rows, info.name)
 
     def _ensure_vector_index(self, collection: CollectionInfo) -> None:
         # Outside the insert's transaction: building it over existing rows can take a while,
