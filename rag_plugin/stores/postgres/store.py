@@ -60,6 +60,7 @@ from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
+from rag_plugin.stores.postgres.prepared import prepare_document
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -226,7 +227,7 @@ class PostgresStore(Store):
         if create:
             collection = settled_collection(collection)
         check_distinct_sources(documents)
-        prepared = [writes.prepare_document(collection, d, chunks) for d, chunks in documents]
+        prepared = [prepare_document(collection, d, chunks) for d, chunks in documents]
         sources = [document.source for document, _ in documents]
         with self._db.transaction(pipeline=True) as conn:
             inserted = writes.insert_collection(conn, self._tables, collection) if create else None
@@ -239,7 +240,7 @@ class PostgresStore(Store):
                 collection.analyzer,
             ):
                 # The collection was recreated with other settings since the caller read it.
-                prepared = [writes.prepare_document(row.info, d, c) for d, c in documents]
+                prepared = [prepare_document(row.info, d, c) for d, c in documents]
             records = writes.write_documents(
                 conn,
                 self._tables,

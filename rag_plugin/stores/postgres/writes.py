@@ -27,28 +27,22 @@ from typing import Any
 
 import psycopg
 
-from rag_plugin.exceptions import CollectionNotFoundError, DocumentNotFoundError, InvalidInputError
-from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.exceptions import CollectionNotFoundError, DocumentNotFoundError
 from rag_plugin.stores.base import (
-    ChunkInput,
     CollectionInfo,
     CollectionKey,
-    DocumentInput,
     DocumentRecord,
 )
 from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
 from rag_plugin.stores.postgres.near import add_entries
+from rag_plugin.stores.postgres.prepared import PreparedDocument
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
-    json_copy,
     packed_vectors,
 )
-from rag_plugin.stores.postgres.words import chunk_words
-from rag_plugin.vectors import validate_embedding
 
 __all__ = [
-    "PreparedDocument",
     "StoredDocument",
     "delete_collection",
     "delete_document",
@@ -56,28 +50,8 @@ __all__ = [
     "lock_collection",
     "lock_for_sources",
     "lock_for_write",
-    "prepare_document",
     "write_documents",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class _PreparedChunk:
-    chunk: ChunkInput
-    metadata: dict[str, Any]
-    term_frequencies: Counter[str]
-    length: int
-    words: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedDocument:
-    """A document validated and analysed in Python, before any SQL runs."""
-
-    document: DocumentInput
-    tags: list[str]
-    metadata: dict[str, Any]
-    chunks: list[_PreparedChunk]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,35 +61,6 @@ class StoredDocument:
     id: str
     chunks: int
     length: int
-
-
-def prepare_document(
-    collection: CollectionInfo, document: DocumentInput, chunks: Sequence[ChunkInput]
-) -> PreparedDocument:
-    """Validate vectors, indexes and metadata and tokenise the chunks; raise before any SQL."""
-    indexes = [chunk.index for chunk in chunks]
-    if len(set(indexes)) != len(indexes):
-        raise InvalidInputError(f"chunk indexes must be unique, got {sorted(indexes)}")
-    analyzer = get_analyzer(collection.analyzer)
-    prepared: list[_PreparedChunk] = []
-    for chunk in chunks:
-        validate_embedding(chunk.embedding, collection.dimensions)
-        tokens = analyzer.tokens(chunk.content)
-        prepared.append(
-            _PreparedChunk(
-                chunk=chunk,
-                metadata=json_copy(chunk.metadata, "chunk metadata"),
-                term_frequencies=Counter(tokens),
-                length=len(tokens),
-                words=chunk_words(chunk.content),
-            )
-        )
-    return PreparedDocument(
-        document=document,
-        tags=[str(tag) for tag in document.tags],
-        metadata=json_copy(document.metadata, "document metadata"),
-        chunks=prepared,
-    )
 
 
 _LOCK = (
