@@ -148,7 +148,7 @@ def _shared_http_client() -> httpx.Client:
     """The process's pool of LLM connections for calls that run to their end (httpx clients
     are thread-safe). Without one, every request's new LLM built an HTTP client of its own,
     loading the certificate store again (≈ 20 ms a request) and opening a new connection."""
-    return httpx.Client(verify=_tls())
+    return llm_http_client()
 
 
 def llm(http_client: httpx.Client | None = None) -> LLM | None:
@@ -163,12 +163,11 @@ def llm(http_client: httpx.Client | None = None) -> LLM | None:
         return None
     from rag_plugin.llama_index.query_engine import openai_compatible_llm
 
-    connections: dict[str, Any] = {"http_client": http_client or _shared_http_client()}
     return openai_compatible_llm(
         rag["LLM_URL"],
         rag["LLM_MODEL"],
         api_key=rag["LLM_API_KEY"] or None,
         timeout=float(rag["LLM_TIMEOUT_SECONDS"]),
         max_retries=0,
-        **connections,
+        http_client=http_client or _shared_http_client(),
     )
