@@ -92,12 +92,12 @@ def dense_search(
     if filters is not None:
         # The filter's matches, read from the filter table no further than the bound: fewer
         # than that, and the exact plan ranks them (or the best of them by signature).
-        keep = quantized_keep(n) if row.info.metric is DistanceMetric.COSINE else exact_below
+        keep = quantized_keep(n) if row.info.metric is DistanceMetric.COSINE else None
         count, candidates = _filtered_candidates(
             conn, tables, row, query, filters, limit=exact_below, keep=keep
         )
         if count < exact_below:
-            plan = DensePlan.EXACT if count <= keep else DensePlan.QUANTIZED
+            plan = DensePlan.EXACT if keep is None or count <= keep else DensePlan.QUANTIZED
             return _exact(conn, tables, row, query, n, filters, candidates), plan
     hits = _approximate(conn, tables, row, query, n, filters, ef_search=ef_search)
     if len(hits) >= n:
@@ -118,18 +118,25 @@ def _filtered_candidates(
     filters: SqlFilter,
     *,
     limit: int,
-    keep: int,
+    keep: int | None,
 ) -> tuple[int, IntArray]:
     """How many chunks match ``filters`` (counted up to ``limit``), and the ids of the
     ``keep`` of them whose signatures are nearest the query's (all of them when they are
-    ``keep`` or fewer), from the filter table alone, in one statement."""
+    ``keep`` or fewer, or ``keep`` is None: then no signature is compared), from the filter
+    table alone, in one statement."""
+    nearest = (
+        sql.SQL(" ORDER BY signature <~> binary_quantize(%(q)s::vector), id")
+        if keep is not None
+        else sql.SQL("")
+    )
     found = conn.execute(
         tables(
             "WITH m AS MATERIALIZED (SELECT c.chunk_id AS id, c.signature FROM {chunk_filters} c"
             "  WHERE c.collection_id = %(coll)s AND {condition} LIMIT %(limit)s)"
-            " SELECT (SELECT count(*) FROM m), array_send(ARRAY(SELECT id FROM m"
-            "  ORDER BY signature <~> binary_quantize(%(q)s::vector), id LIMIT %(keep)s))",
+            " SELECT (SELECT count(*) FROM m),"
+            " array_send(ARRAY(SELECT id FROM m{nearest} LIMIT %(keep)s))",
             condition=filters.condition,
+            nearest=nearest,
         ),
         {**filters.params, "coll": row.id, "limit": limit, "keep": keep, "q": query},
         binary=True,
