@@ -13,7 +13,9 @@ ranking, never after.
 
 from __future__ import annotations
 
+import json
 import re
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +42,7 @@ __all__ = [
     "Store",
     "check_distinct_sources",
     "check_same_model",
+    "new_document_id",
     "settled_collection",
     "validate_collection_name",
 ]
@@ -144,6 +147,25 @@ def check_same_model(stored: CollectionInfo, wanted: CollectionInfo) -> None:
             f"'{stored.embedding_model}', but the write brings {wanted.dimensions}-d vectors "
             f"of '{wanted.embedding_model}'; use the collection's model."
         )
+
+
+_DOCUMENT_IDS = uuid.UUID("5b0c2f1e-8d4a-4c1b-9a77-3f2e6d1c0b95")
+"""The namespace of the name-based ids :func:`new_document_id` gives documents with a source."""
+
+
+def new_document_id(collection: CollectionKey, source: str) -> str:
+    """The id a new document of ``collection`` gets: a UUID named by the collection's owner and
+    name and the document's ``source``, or a random one when ``source`` is empty.
+
+    So a fresh ingest of the same sources gives the same ids, in every store, and whatever is
+    ordered by id (ties inside a leg, after the scores that carry signal) comes out the same
+    way on every run; with random ids the fuzzy leg's large ties made each ingest score
+    differently. A replaced document keeps the id it has, which is this one.
+    """
+    if not source:
+        return uuid.uuid4().hex
+    name = json.dumps([collection.owner, collection.name, source])
+    return uuid.uuid5(_DOCUMENT_IDS, name).hex
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ import logging
 import os
 import tempfile
 import threading
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +41,7 @@ from rag_plugin.stores.base import (
     Store,
     check_distinct_sources,
     check_same_model,
+    new_document_id,
     settled_collection,
     validate_collection_name,
 )
@@ -192,7 +192,7 @@ class MemoryStore(Store):
         existing = target.document_for_source(document.source)
         if existing is not None:
             target.remove_document(existing)
-        document_id = existing or uuid.uuid4().hex
+        document_id = existing or new_document_id(target.info.key, document.source)
         record = DocumentRecord(
             id=document_id,
             collection=target.info.name,

@@ -1,23 +1,8 @@
-"""The near-entry index: every vocabulary entry under the strings left by deleting up to two
-characters of its first :data:`PREFIX` characters (SymSpell's deletion keys of a prefix), so the
-entries within two edits of a query word are found by a few index lookups instead of reading
-the vocabulary.
-
-Why it is exact: two strings ``a``, ``b`` within ``k`` edits (Levenshtein) have a common
-subsequence ``s`` that each reaches by deleting at most ``k`` characters (a substitution is a
-deletion on both sides, an insertion a deletion on the other side). Cut both to their first
-``p`` characters, and let ``m_a``, ``m_b`` count the characters of ``s`` inside each cut. The
-first ``min(m_a, m_b)`` characters of ``s`` are a subsequence of both cuts; ``a``'s cut
-reaches it by deleting its characters outside ``s`` (at most ``k``) when ``m_a <= m_b``, and
-otherwise by deleting at most ``p - m_b`` characters — ``b``'s cut is then ``p`` characters
-long, and ``p - m_b`` are its own characters outside ``s``, again at most ``k``. So the
-entries whose keys meet one of the query word's keys (its cut, at most ``k`` deletions) are a
-superset of its close entries; rapidfuzz keeps the close ones. Keys are characters (code
-points) in both Python and SQL.
-
-A prefix of ten characters has 56 keys; the index holds ≈ 35 rows per vocabulary entry. Words
-that share their first ten characters share keys, which is what lets a long query word's close
-entries come from as few lookups as a short one's.
+"""The near-entry index: every vocabulary entry under its deletion keys
+(:mod:`rag_plugin.lexical.near_keys`: the strings left by deleting up to two characters of its
+first :data:`PREFIX` characters), so the entries within two edits of a query word are found by
+a few index lookups instead of reading the vocabulary. The index holds ≈ 35 rows per
+vocabulary entry.
 
 Upkeep is in the document's transaction and costs nothing for entries already known: keys
 are added when an entry enters its vocabulary (its df was 0) and removed when it leaves.
@@ -31,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from rag_plugin.lexical.near_keys import MAX_DEPTH, PREFIX, deletion_keys, entry_keys
 from rag_plugin.stores.postgres.rows import Tables
 
 __all__ = [
@@ -45,36 +31,11 @@ __all__ = [
     "keys_sql",
 ]
 
-MAX_DEPTH = 2
-"""Characters deleted at most: the fuzzy leg's and correction's maximum distance."""
-
-PREFIX = 10
-"""Characters of an entry (and of a query word) whose deletion keys are indexed (looked up).
-
-Migration 11 indexed the entries of at most ten characters whole; migration 12 added the
-longer ones under their first ten, so the keys of the entries already indexed did not change."""
-
 VOCABULARIES = {
     "terms": ("vocabulary", "term", "term_deletes"),
     "words": ("word_vocabulary", "word", "word_deletes"),
 }
 """Each vocabulary's table, key column and deletion-key table (fields of :class:`Tables`)."""
-
-
-def deletion_keys(word: str, depth: int = MAX_DEPTH) -> set[str]:
-    """Every string made from ``word`` by deleting at most ``depth`` characters."""
-    keys = {word}
-    frontier = {word}
-    for _ in range(depth):
-        frontier = {w[:i] + w[i + 1 :] for w in frontier for i in range(len(w))}
-        keys |= frontier
-    return keys
-
-
-def entry_keys(word: str, depth: int = MAX_DEPTH) -> set[str]:
-    """The keys an entry is indexed under, and a query word looked up by: the deletion keys of
-    its first :data:`PREFIX` characters."""
-    return deletion_keys(word[:PREFIX], depth)
 
 
 _KEYS = (

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from psycopg import sql
 
-from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord
 from rag_plugin.vectors import DistanceMetric
 
@@ -21,7 +19,6 @@ __all__ = [
     "Tables",
     "chunk_record",
     "document_record",
-    "json_copy",
     "packed_vectors",
     "vector_literal",
 ]
@@ -162,15 +159,6 @@ def document_record(collection: str, row: Sequence[Any]) -> DocumentRecord:
         chunk_count=int(row[6]),
         metadata=row[7],
     )
-
-
-def json_copy(value: Mapping[str, Any], what: str) -> dict[str, Any]:
-    """A detached, JSON-safe copy of ``value``; raise InvalidInputError if it is not JSON."""
-    try:
-        copied: dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{what} must be JSON-serialisable: {exc}") from None
-    return copied
 
 
 def packed_vectors(vectors: Sequence[Sequence[float]]) -> tuple[list[float], list[int]]:

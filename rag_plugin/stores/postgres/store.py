@@ -60,7 +60,6 @@ from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
-from rag_plugin.stores.postgres.prepared import prepare_document
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -68,6 +67,7 @@ from rag_plugin.stores.postgres.rows import (
     document_record,
 )
 from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
+from rag_plugin.stores.prepared import prepare_document
 from rag_plugin.vectors import DistanceMetric, validate_embedding
 
 __all__ = ["PostgresStore"]

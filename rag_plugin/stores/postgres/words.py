@@ -16,18 +16,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from rag_plugin.lexical.analyzers import text_words
+from rag_plugin.stores.prepared import chunk_words
 
 __all__ = ["backfill_words", "chunk_words"]
 
 _BATCH = 5000
-
-
-def chunk_words(content: str) -> list[str]:
-    """The distinct words FuzzyIndex scores ``content`` by, sorted."""
-    # FuzzyIndex lowercases the text and then each scoring word again; lower() twice mirrors
-    # it even for the rare characters whose lowercase form lowercases further.
-    return sorted({word for word in text_words(content.lower()) if len(word.encode()) >= 2})
 
 
 def backfill_words(conn: psycopg.Connection[Any], schema: str) -> None:

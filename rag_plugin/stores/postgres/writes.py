@@ -18,7 +18,6 @@ only once the batch has run, so a client killed before leaves nothing behind).
 from __future__ import annotations
 
 import json
-import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,15 +31,16 @@ from rag_plugin.stores.base import (
     CollectionInfo,
     CollectionKey,
     DocumentRecord,
+    new_document_id,
 )
 from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
 from rag_plugin.stores.postgres.near import add_entries
-from rag_plugin.stores.postgres.prepared import PreparedDocument
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
     packed_vectors,
 )
+from rag_plugin.stores.prepared import PreparedDocument
 
 __all__ = [
     "StoredDocument",
@@ -225,7 +225,9 @@ def write_documents(
     for existing, prepared in documents:
         if existing is not None:
             _remove_chunks(conn, tables, row.id, existing.id)
-        placed.append((existing.id if existing else uuid.uuid4().hex, prepared))
+        source = prepared.document.source
+        document_id = existing.id if existing else new_document_id(row.info.key, source)
+        placed.append((document_id, prepared))
     # One statement for new and replaced documents alike, in input order: each row takes
     # the next seq (newest first), and a replaced document keeps its id and takes the new seq.
     conn.execute(

@@ -274,7 +274,7 @@ class StoreContract(CorrectionContract, FilterContract):
             content_hash="abc123",
         )
         record = store.upsert_document(collection, document, chunks)
-        assert uuid.UUID(hex=record.id).version == 4
+        assert uuid.UUID(hex=record.id).version == 5  # named by the collection and source
         assert record.id == uuid.UUID(hex=record.id).hex
         assert (record.collection, record.source, record.title, record.tags) == (
             "docs",
@@ -505,6 +505,21 @@ class StoreContract(CorrectionContract, FilterContract):
         )
         assert store.find_document(collection, source="missing.md") is None
         assert store.find_document(collection, source="") is None
+
+    def test_a_documents_id_follows_from_its_collection_and_source(
+        self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
+    ) -> None:
+        first = self.add(store, collection, embedder, ["named by its source"], source="n.md")
+        store.delete_document(collection, first)
+        # Stored again from scratch (a fresh ingest), it gets the same id.
+        again = self.add(store, collection, embedder, ["named by its source"], source="n.md")
+        other = self.add(store, collection, embedder, ["another source"], source="m.md")
+        mine = store.create_collection(
+            "docs", dimensions=embedder.dimensions, embedding_model=embedder.model_name, owner=ALICE
+        )
+        owned = self.add(store, mine, embedder, ["named by its source"], source="n.md")
+        assert again == first
+        assert len({first, other, owned}) == 3
 
     def test_documents_without_a_source_never_replace_each_other(
         self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder

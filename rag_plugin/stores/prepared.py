@@ -1,22 +1,38 @@
-"""A write's documents validated and analysed in Python, before any SQL runs (``writes.py``
-writes them): vectors checked against the collection, metadata copied as JSON, each chunk's
-terms counted by the collection's analyzer and its whitespace words listed for the fuzzy leg."""
+"""A write's documents validated and analysed in Python, before a store changes anything:
+vectors checked against the collection, metadata copied as JSON, each chunk's terms counted by
+the collection's analyzer and its whitespace words listed for the fuzzy leg. The PostgreSQL
+and Qdrant stores write what this prepares."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rag_plugin.exceptions import InvalidInputError
-from rag_plugin.lexical.analyzers import get_analyzer
+from rag_plugin.lexical.analyzers import get_analyzer, text_words
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
-from rag_plugin.stores.postgres.rows import json_copy
-from rag_plugin.stores.postgres.words import chunk_words
 from rag_plugin.vectors import validate_embedding
 
-__all__ = ["PreparedChunk", "PreparedDocument", "prepare_document"]
+__all__ = ["PreparedChunk", "PreparedDocument", "chunk_words", "json_copy", "prepare_document"]
+
+
+def json_copy(value: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """A detached, JSON-safe copy of ``value``; raise InvalidInputError if it is not JSON."""
+    try:
+        copied: dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} must be JSON-serialisable: {exc}") from None
+    return copied
+
+
+def chunk_words(content: str) -> list[str]:
+    """The distinct words FuzzyIndex scores ``content`` by, sorted."""
+    # FuzzyIndex lowercases the text and then each scoring word again; lower() twice mirrors
+    # it even for the rare characters whose lowercase form lowercases further.
+    return sorted({word for word in text_words(content.lower()) if len(word.encode()) >= 2})
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +59,7 @@ class PreparedDocument:
 def prepare_document(
     collection: CollectionInfo, document: DocumentInput, chunks: Sequence[ChunkInput]
 ) -> PreparedDocument:
-    """Validate vectors, indexes and metadata and tokenise the chunks; raise before any SQL."""
+    """Validate vectors, indexes and metadata and tokenise the chunks; raise before any change."""
     indexes = [chunk.index for chunk in chunks]
     if len(set(indexes)) != len(indexes):
         raise InvalidInputError(f"chunk indexes must be unique, got {sorted(indexes)}")
