@@ -1,0 +1,174 @@
+"""QdrantStore: the shared store contract in qdrant-client's local mode, plus its own rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.stores.base import DocumentInput, Store
+from rag_plugin.stores.qdrant import QdrantStore
+from rag_plugin.testing import FakeEmbedder
+from rag_plugin.vectors import DistanceMetric
+from tests.rag_plugin.stores.store_contract import StoreContract, chunk_inputs
+
+
+class TestQdrantStore(StoreContract):
+    @pytest.fixture
+    def store(self) -> Iterator[Store]:
+        store = QdrantStore(location=":memory:")
+        yield store
+        store.close()
+
+
+class TestSavedQdrantStore(StoreContract):
+    """The whole contract again with Qdrant's local mode keeping its points in a folder."""
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        store = QdrantStore(path=tmp_path / "qdrant")
+        yield store
+        store.close()
+
+
+# -- configuration -----------------------------------------------------------------------
+
+
+def test_exactly_one_place_is_required() -> None:
+    with pytest.raises(ConfigurationError, match="exactly one of url="):
+        QdrantStore()
+    with pytest.raises(ConfigurationError, match="exactly one of url="):
+        QdrantStore(url="http://localhost:6334", location=":memory:")
+
+
+def test_a_missing_api_key_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAG_TEST_QDRANT_KEY", raising=False)
+    with pytest.raises(ConfigurationError, match="RAG_TEST_QDRANT_KEY"):
+        QdrantStore(url="http://localhost:6334", api_key_env="RAG_TEST_QDRANT_KEY")
+
+
+def test_an_unreachable_server_is_named_at_first_use() -> None:
+    # Port 9 (discard) is closed here: the connection is refused at once.
+    store = QdrantStore(url="http://127.0.0.1:9", timeout=2)
+    with pytest.raises(ConfigurationError, match=r"http://127\.0\.0\.1:9.*cannot be reached"):
+        store.list_collections()
+    store.close()
+
+
+def test_a_bad_prefix_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="prefix"):
+        QdrantStore(location=":memory:", prefix="Rag-1")
+
+
+# -- namespaces and layout ---------------------------------------------------------------
+
+
+def test_namespaces_share_one_qdrant_without_seeing_each_other(tmp_path: Path) -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    folder = tmp_path / "qdrant"
+    for namespace, text in (("acme", "anvils and rockets"), ("globex", "hammocks")):
+        store = QdrantStore(path=folder, namespace=namespace)
+        collection = store.create_collection(
+            "docs", dimensions=8, embedding_model=embedder.model_name
+        )
+        _, chunks = chunk_inputs([text], embedder.embed([text]))
+        store.upsert_document(collection, DocumentInput(source="a.md"), chunks)
+        store.close()
+    store = QdrantStore(path=folder, namespace="acme")
+    collection = store.get_collection("docs")
+    assert collection.document_count == 1
+    assert [hit.chunk.content for hit in store.bm25(collection, "anvils hammocks", 5)] == [
+        "anvils and rockets"
+    ]
+    assert store.fuzzy(collection, "hammock", 5) == []
+    store.close()
+
+
+def test_collections_of_one_size_and_metric_share_a_qdrant_collection() -> None:
+    store = QdrantStore(location=":memory:", prefix="t")
+    for name in ("one", "two"):
+        store.create_collection(name, dimensions=4, embedding_model="m")
+    store.create_collection("three", dimensions=4, embedding_model="m", metric=DistanceMetric.L2)
+    names = {c.name for c in store._client.get_collections().collections}
+    assert names == {
+        "t_collections",
+        "t_documents",
+        "t_vocabulary",
+        "t_chunks_4_cosine",
+        "t_chunks_4_l2",
+    }
+    store.close()
+
+
+# -- writes without transactions ---------------------------------------------------------
+
+
+def test_a_write_that_dies_before_its_chunks_go_live_leaves_the_old_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    store = QdrantStore(location=":memory:")
+    collection = store.create_collection("docs", dimensions=8, embedding_model="fake")
+
+    def write(texts: list[str]) -> str:
+        _, chunks = chunk_inputs(texts, embedder.embed(texts))
+        return store.upsert_document(collection, DocumentInput(source="a.md"), chunks).id
+
+    first = write(["old walrus text", "old walrus again"])
+    original = store._client.set_payload
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("payload") == {"live": True}:
+            raise ConnectionError("the process died here")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(store._client, "set_payload", crash)
+    with pytest.raises(ConfigurationError):
+        write(["new penguin text"])
+    # The old document is whole and the new chunks are invisible to every leg.
+    assert [c.content for c in store.document_chunks(collection, first)] == [
+        "old walrus text",
+        "old walrus again",
+    ]
+    assert store.get_collection("docs").chunk_count == 2
+    assert store.bm25(collection, "penguin", 5) == []
+    assert store.fuzzy(collection, "penguin", 5) == []
+    vector = embedder.embed_query("new penguin text")
+    assert {hit.chunk.content for hit in store.dense(collection, vector, 5)} == {
+        "old walrus text",
+        "old walrus again",
+    }
+    # The next write of the same source repairs it: one generation, the crashed one gone.
+    monkeypatch.setattr(store._client, "set_payload", original)
+    assert write(["newer penguin text"]) == first
+    assert [c.content for c in store.document_chunks(collection, first)] == ["newer penguin text"]
+    assert store._client.count("rag_chunks_8_cosine").count == 1
+    assert [hit.chunk.content for hit in store.bm25(collection, "penguin walrus", 5)] == [
+        "newer penguin text"
+    ]
+    assert store.correct_query(collection, "walrs").corrections == ()
+    store.close()
+
+
+def test_deleting_a_document_removes_its_points_and_unheld_words() -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    store = QdrantStore(location=":memory:")
+    collection = store.create_collection("docs", dimensions=8, embedding_model="fake")
+    texts = ["shared zebra words", "only here"]
+    _, chunks = chunk_inputs(texts, embedder.embed(texts))
+    gone = store.upsert_document(collection, DocumentInput(source="a.md"), chunks).id
+    _, chunks = chunk_inputs(["shared giraffe"], embedder.embed(["shared giraffe"]))
+    store.upsert_document(collection, DocumentInput(source="b.md"), chunks)
+    store.delete_document(collection, gone)
+    entries = {
+        point.payload["entry"]
+        for point in store._client.scroll("rag_vocabulary", limit=100, with_payload=True)[0]
+        if point.payload["kind"] == "word"
+    }
+    assert entries == {"shared", "giraffe"}
+    assert store._client.count("rag_chunks_8_cosine").count == 1
+    assert store._client.count("rag_documents").count == 1
+    store.close()
