@@ -194,6 +194,18 @@ RAG = {
     # /api/rag/chat rewrites a follow-up question from the history with this prompt
     # ({chat_history}, {question}); empty: LlamaIndex's condense prompt.
     "CHAT_CONDENSE_PROMPT": os.environ.get("RAG_CHAT_CONDENSE_PROMPT", ""),
+    # Where RAG data lives: postgres (each tenant's schema) or qdrant (RAG_QDRANT_URL, a
+    # server or cluster; or RAG_QDRANT_PATH, a folder or :memory:, Qdrant in this one process).
+    # Tenants are Qdrant namespaces; Django's data and the embedding cache stay in PostgreSQL.
+    "STORE": os.environ.get("RAG_STORE", "postgres"),
+    "QDRANT": {
+        "URL": os.environ.get("RAG_QDRANT_URL", ""),
+        # The name of the environment variable holding the API key (the seed's api_key_env).
+        "API_KEY_ENV": os.environ.get("RAG_QDRANT_API_KEY_ENV", ""),
+        "PATH": os.environ.get("RAG_QDRANT_PATH", ""),
+        "PREFER_GRPC": os.environ.get("RAG_QDRANT_PREFER_GRPC", "").lower() in ("1", "true"),
+        "PREFIX": os.environ.get("RAG_QDRANT_PREFIX", "rag"),
+    },
     "HNSW": {
         "hnsw_m": int(os.environ.get("RAG_HNSW_M", "16")),
         "hnsw_ef_construction": int(os.environ.get("RAG_HNSW_EF_CONSTRUCTION", "128")),

@@ -111,7 +111,7 @@ def fake_llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture(scope="session")
-def portal_server(fake_llm: FakeLLMServer) -> Iterator[PortalServer]:
+def postgres_portal_server(fake_llm: FakeLLMServer) -> Iterator[PortalServer]:
     """Serve the portal from a separate gunicorn process on a database of its own.
 
     ``bootstrap_demo`` makes tenants acme (admin, alice, bob) and globex (admin, carol) with
@@ -130,6 +130,27 @@ def portal_server(fake_llm: FakeLLMServer) -> Iterator[PortalServer]:
         launch.prepare(env, DEMO_PASSWORD)
         with launch.gunicorn(env, LOGS / "portal-server-test.log") as port:
             yield PortalServer(port, DEMO_PASSWORD, url, {}, env)
+
+
+@pytest.fixture(scope="session")
+def portal_server(postgres_portal_server: PortalServer) -> PortalServer:
+    """The portal as deployed by default: RAG data in PostgreSQL."""
+    return postgres_portal_server
+
+
+@pytest.fixture(scope="session")
+def qdrant_portal_server(
+    postgres_portal_server: PortalServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PortalServer]:
+    """A second server on the same database (tenants, users, allowlists) with
+    ``RAG_STORE=qdrant``: RAG data in Qdrant's local mode, a folder that one process owns, so
+    one gunicorn worker (with its threads)."""
+    folder = tmp_path_factory.mktemp("qdrant") / "portal"
+    env = {**postgres_portal_server.env, "RAG_STORE": "qdrant", "RAG_QDRANT_PATH": str(folder)}
+    with launch.gunicorn(env, LOGS / "portal-server-qdrant-test.log", workers=1) as port:
+        yield PortalServer(
+            port, postgres_portal_server.password, postgres_portal_server.database_url, {}, env
+        )
 
 
 @pytest.fixture(scope="session")

@@ -2,15 +2,19 @@
 
 The store and the embedding cache use their own psycopg pool (not Django's connection) because
 an ingest is one store transaction of its own; the pool is built from Django's database settings
-so both always talk to the same database (the test database under pytest).
+so both always talk to the same database (the test database under pytest). With
+``RAG_STORE=qdrant`` the RAG data lives in Qdrant instead, one namespace per tenant schema, and
+the embedding cache stays in the tenant's schema.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import ssl
 import threading
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from django.conf import settings
@@ -23,6 +27,11 @@ from rag_plugin.embedding import Embedder, FastEmbedEmbedder
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.base import Store
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
+
+if TYPE_CHECKING:
+    from rag_plugin.stores.qdrant import QdrantStore
+
+STORES = ("postgres", "qdrant")
 
 # Per tenant schema, for the life of the process.
 _stores: dict[str, Store] = {}
@@ -67,6 +76,14 @@ def pool() -> ConnectionPool[Any]:
     )
 
 
+def store_backend() -> str:
+    """``RAG_STORE``, checked: ``postgres`` or ``qdrant``."""
+    backend = str(_rag()["STORE"])
+    if backend not in STORES:
+        raise ConfigurationError(f"Unknown RAG_STORE: {backend!r}. Use: {', '.join(STORES)}.")
+    return backend
+
+
 def store_for(schema_name: str) -> Store:
     """The RAG store of one tenant schema, made once per process (its tables created or
     migrated then), so the SQL it composes once serves every request. The only place the
@@ -76,18 +93,90 @@ def store_for(schema_name: str) -> Store:
         with _ensure_lock:
             store = _stores.get(schema_name)
             if store is None:
-                store = PostgresStore(
-                    pool(), schema=schema_name, create_schema=False, **_rag()["HNSW"]
-                )
-                store.ensure_schema()
+                if store_backend() == "qdrant":
+                    store = qdrant().for_namespace(schema_name)
+                else:
+                    store = _postgres_schema(schema_name)
                 _stores[schema_name] = store
     return store
+
+
+def _postgres_schema(schema_name: str) -> PostgresStore:
+    """The PostgreSQL store of one schema, its RAG tables created or migrated."""
+    store = PostgresStore(pool(), schema=schema_name, create_schema=False, **_rag()["HNSW"])
+    store.ensure_schema()
+    return store
+
+
+def check_store_settings() -> None:
+    """Raise ``ConfigurationError`` naming the setting if ``RAG_STORE`` and, for Qdrant,
+    ``RAG_QDRANT_*`` cannot work; reaches no server (the start-up check calls it)."""
+    if store_backend() != "qdrant":
+        return
+    config = _rag()["QDRANT"]
+    if bool(config["URL"]) == bool(config["PATH"]):
+        raise ConfigurationError(
+            "RAG_STORE=qdrant needs exactly one of RAG_QDRANT_URL (a Qdrant server) and "
+            "RAG_QDRANT_PATH (a folder, or :memory:, for Qdrant in this process)."
+        )
+    variable = config["API_KEY_ENV"]
+    if variable and not os.environ.get(variable):
+        raise ConfigurationError(
+            f"RAG_QDRANT_API_KEY_ENV names the variable {variable}, which is not set."
+        )
+    try:
+        import qdrant_client  # noqa: F401
+    except ImportError as exc:
+        raise ConfigurationError(
+            'RAG_STORE=qdrant needs qdrant-client: pip install "rag-plugin[qdrant]".'
+        ) from exc
+
+
+@cache
+def qdrant() -> QdrantStore:
+    """The process's Qdrant client, as a store (each tenant's is :meth:`for_namespace` of it),
+    from ``RAG_QDRANT_*``; a bad setting raises ``ConfigurationError`` naming it."""
+    check_store_settings()
+    from rag_plugin.stores.qdrant import QdrantStore
+
+    config = _rag()["QDRANT"]
+    url, path = config["URL"], config["PATH"]
+    try:
+        if url:
+            store = QdrantStore(
+                url,
+                api_key_env=config["API_KEY_ENV"] or None,
+                prefer_grpc=bool(config["PREFER_GRPC"]),
+                prefix=config["PREFIX"],
+            )
+        elif path == ":memory:":
+            store = QdrantStore(location=path, prefix=config["PREFIX"])
+        else:
+            store = QdrantStore(path=path, prefix=config["PREFIX"])
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"RAG_QDRANT_* settings: {exc}") from exc
+    # Closed before the interpreter tears down the modules its finaliser would need.
+    atexit.register(store.close)
+    return store
+
+
+def drop_tenant_data(schema_name: str) -> None:
+    """Delete a tenant's RAG data kept outside its schema (Qdrant's namespace); a PostgreSQL
+    store's goes with the schema."""
+    if store_backend() == "qdrant":
+        qdrant().for_namespace(schema_name).delete_namespace()
+    _stores.pop(schema_name, None)
+    _caches.pop(schema_name, None)
 
 
 def _embedding_cache(schema_name: str) -> PostgresEmbeddingCache:
     found = _caches.get(schema_name)
     if found is None:
-        store_for(schema_name)  # makes sure the cache table exists
+        if store_backend() == "postgres":
+            store_for(schema_name)  # makes sure the cache table exists
+        else:
+            with _ensure_lock:
+                _postgres_schema(schema_name)  # the cache table, in the tenant's schema
         found = _caches.setdefault(
             schema_name, PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
         )

@@ -38,6 +38,7 @@ ranking.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -180,11 +181,39 @@ class QdrantStore(Store):
         self._namespace = namespace
         # Local mode is not safe for threads; one lock also orders this process's writes.
         self._lock = threading.RLock()
-        self._ready: set[str] = set()
+        self._ready: set[str] = set()  # shared with for_namespace's stores
 
     def close(self) -> None:
-        """Close the client (and, in local mode, release the folder)."""
+        """Close the client (and, in local mode, release the folder); the stores
+        :meth:`for_namespace` made share it, so they close with it."""
         self._client.close()
+
+    @property
+    def namespace(self) -> str:
+        """The namespace this store's collections are in."""
+        return self._namespace
+
+    def for_namespace(self, namespace: str) -> QdrantStore:
+        """A store of another namespace on the same client (one client per process serves
+        every tenant; local mode can open its folder only once)."""
+        sibling = copy.copy(self)
+        sibling._namespace = namespace
+        return sibling
+
+    def delete_namespace(self) -> int:
+        """Delete every collection of this namespace, whoever owns it (the portal calls it
+        when a tenant is deleted); return how many collections there were."""
+        with self._using():
+            points = scroll_all(
+                self._client.scroll,
+                collection_name=self._layout.collections,
+                scroll_filter=models.Filter(must=[match("namespace", self._namespace)]),
+                with_payload=True,
+            )
+        for point in points:
+            info = _info(_payload(point))
+            self.delete_collection(info.name, owner=info.owner)
+        return len(points)
 
     # -- collections -------------------------------------------------------------------
 

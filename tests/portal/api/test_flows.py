@@ -6,6 +6,14 @@ import pytest
 
 from tests.conftest import PortalServer
 
+
+@pytest.fixture(params=["postgres", "qdrant"])
+def portal_server(request: pytest.FixtureRequest) -> PortalServer:
+    """These flows against the portal with each store (``RAG_STORE``)."""
+    server: PortalServer = request.getfixturevalue(f"{request.param}_portal_server")
+    return server
+
+
 ACME = "acme.localhost"
 TEXT = (
     "Vector databases store embeddings for semantic search. "

@@ -9,6 +9,14 @@ import pytest
 
 from tests.conftest import PortalServer
 
+
+@pytest.fixture(params=["postgres", "qdrant"])
+def portal_server(request: pytest.FixtureRequest) -> PortalServer:
+    """These flows against the portal with each store (``RAG_STORE``)."""
+    server: PortalServer = request.getfixturevalue(f"{request.param}_portal_server")
+    return server
+
+
 ACME, GLOBEX = "acme.localhost", "globex.localhost"
 TEXT = "Alice keeps private notes about quarterly revenue forecasts and hiring plans. " * 4
 STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid")

@@ -172,3 +172,20 @@ def test_deleting_a_document_removes_its_points_and_unheld_words() -> None:
     assert store._client.count("rag_chunks_8_cosine").count == 1
     assert store._client.count("rag_documents").count == 1
     store.close()
+
+
+def test_stores_for_namespaces_share_one_client_and_delete_their_own() -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    acme = QdrantStore(location=":memory:", namespace="acme")
+    globex = acme.for_namespace("globex")
+    assert (acme.namespace, globex.namespace) == ("acme", "globex")
+    for store, owner in ((acme, None), (acme, "user:1"), (globex, None)):
+        collection = store.create_collection(
+            "docs", dimensions=8, embedding_model=embedder.model_name, owner=owner
+        )
+        _, chunks = chunk_inputs(["kept apart"], embedder.embed(["kept apart"]))
+        store.upsert_document(collection, DocumentInput(source="a.md"), chunks)
+    assert acme.delete_namespace() == 2
+    assert acme.list_collections() == acme.list_collections(owner="user:1") == []
+    assert [c.document_count for c in globex.list_collections()] == [1]
+    acme.close()

@@ -1,0 +1,97 @@
+"""``RAG_STORE`` and ``RAG_QDRANT_*``: which store the portal builds, and bad settings named."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db.models.signals import post_delete
+
+from portal.checks import rag_store_settings
+from portal.rag import runtime
+from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.stores.qdrant import QdrantStore
+from tenants.models import Tenant
+
+
+@pytest.fixture
+def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Set ``RAG["STORE"]`` and ``RAG["QDRANT"]`` for one test; the process's stores and
+    Qdrant client are forgotten before and after."""
+
+    def apply(store: str, **qdrant: Any) -> None:
+        block = {**settings.RAG["QDRANT"], "URL": "", "PATH": "", "API_KEY_ENV": "", **qdrant}
+        monkeypatch.setattr(settings, "RAG", {**settings.RAG, "STORE": store, "QDRANT": block})
+        forget()
+
+    def forget() -> None:
+        if runtime.qdrant.cache_info().currsize:
+            runtime.qdrant().close()
+        runtime.qdrant.cache_clear()
+        for schema in [s for s, store in runtime._stores.items() if isinstance(store, QdrantStore)]:
+            del runtime._stores[schema]
+
+    yield apply
+    forget()
+
+
+def test_an_unknown_store_is_named(configure: Any) -> None:
+    configure("qdrnt")
+    with pytest.raises(
+        ConfigurationError, match=r"Unknown RAG_STORE: 'qdrnt'\. Use: postgres, qdrant"
+    ):
+        runtime.store_for("acme_settings_test")
+    [error] = rag_store_settings()
+    assert error.id == "portal.E001"
+    assert "RAG_STORE" in error.msg
+
+
+def test_qdrant_needs_exactly_one_of_url_and_path(configure: Any) -> None:
+    configure("qdrant")
+    with pytest.raises(ConfigurationError, match=r"RAG_QDRANT_URL .* RAG_QDRANT_PATH"):
+        runtime.store_for("acme_settings_test")
+    configure("qdrant", URL="http://localhost:6334", PATH="/tmp/q")
+    assert "RAG_QDRANT_URL" in rag_store_settings()[0].msg
+
+
+def test_a_missing_api_key_variable_is_named_at_start_up(
+    configure: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RAG_TEST_MISSING_KEY", raising=False)
+    configure("qdrant", URL="http://localhost:6334", API_KEY_ENV="RAG_TEST_MISSING_KEY")
+    [error] = rag_store_settings()
+    assert "RAG_QDRANT_API_KEY_ENV" in error.msg
+    assert "RAG_TEST_MISSING_KEY" in error.msg
+
+
+def test_an_unreachable_qdrant_is_named_at_first_use(configure: Any) -> None:
+    configure("qdrant", URL="http://127.0.0.1:9")
+    assert rag_store_settings() == []
+    store = runtime.store_for("acme_settings_test")
+    with pytest.raises(ConfigurationError, match=r"http://127\.0\.0\.1:9.*cannot be reached"):
+        store.list_collections()
+
+
+def test_each_tenant_is_a_namespace_of_one_qdrant_client(configure: Any) -> None:
+    configure("qdrant", PATH=":memory:")
+    acme, globex = runtime.store_for("acme_settings_test"), runtime.store_for("globex_test")
+    assert isinstance(acme, QdrantStore)
+    assert isinstance(globex, QdrantStore)
+    assert (acme.namespace, globex.namespace) == ("acme_settings_test", "globex_test")
+    assert runtime.store_for("acme_settings_test") is acme
+    acme.create_collection("docs", dimensions=4, embedding_model="m")
+    assert globex.list_collections() == []
+    runtime.drop_tenant_data("acme_settings_test")
+    assert runtime.store_for("acme_settings_test").list_collections() == []
+
+
+@pytest.mark.django_db
+def test_deleting_a_tenant_deletes_its_qdrant_namespace(configure: Any) -> None:
+    configure("qdrant", PATH=":memory:")
+    store = runtime.store_for("gone_tenant_test")
+    store.create_collection("docs", dimensions=4, embedding_model="m")
+    # What Tenant.delete() sends once django-tenants has dropped the schema.
+    post_delete.send(sender=Tenant, instance=Tenant(schema_name="gone_tenant_test"))
+    assert runtime.store_for("gone_tenant_test").list_collections() == []
