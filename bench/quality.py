@@ -74,11 +74,17 @@ class Corpus:
 
 
 def open_store(kind: str, schema: str = "bench_quality") -> Store:
-    """An empty memory store, or the PostgreSQL store of ``portal.embedded_db``."""
+    """An empty memory store, an empty Qdrant store in qdrant-client's local mode (Qdrant's
+    Python implementation in this process: not a Qdrant server's performance), or the
+    PostgreSQL store of ``portal.embedded_db``."""
     if kind == "memory":
         from rag_plugin.stores.memory import MemoryStore
 
         return MemoryStore()
+    if kind == "qdrant":
+        from rag_plugin.stores.qdrant import QdrantStore
+
+        return QdrantStore(location=":memory:")
     from portal.embedded_db import database_url
     from rag_plugin.stores.postgres import PostgresStore
 
@@ -280,7 +286,7 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="a BEIR folder")
     parser.add_argument("--split", default="test")
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
-    parser.add_argument("--store", choices=("memory", "postgres"), default="memory")
+    parser.add_argument("--store", choices=("memory", "qdrant", "postgres"), default="memory")
     parser.add_argument(
         "--analyzer", default=None, help="seed, english, ...; default: the collection default"
     )

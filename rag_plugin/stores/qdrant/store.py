@@ -323,12 +323,12 @@ class QdrantStore(Store):
             stored = self._document_point(key, document_id)
             if stored is None or _payload(stored).get("generation") is None:
                 raise DocumentNotFoundError(document_id)
-            length = self._remove_chunks(info, key, document_id, keep=None)
+            length, chunks = self._remove_chunks(info, key, document_id, keep=None)
             self._client.delete(
                 self._layout.documents,
                 points_selector=models.PointIdsList(points=[document_point_id(key, document_id)]),
             )
-            self._add_length(key, -length)
+            self._add_statistics(key, -length, -chunks)
 
     def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         """Return one document; raise ``DocumentNotFoundError`` if absent."""
@@ -345,7 +345,7 @@ class QdrantStore(Store):
             return None
         with self._using():
             info, key = self._resolve(collection)
-            found = self._source_point(key, source)
+            found = self._source_point(key, info, source)
         if found is None or _payload(found).get("generation") is None:
             return None
         return _document_record(info, _payload(found))
@@ -446,7 +446,7 @@ class QdrantStore(Store):
             scope = self._scope(info, key, filters)
             if not sparse.indices or scope is None:
                 return []
-            average = self._average_length(key, total)
+            average = self._statistics(key)[0] / total
             found = self._client.query_points(
                 chunks,
                 query=sparse,
@@ -545,7 +545,7 @@ class QdrantStore(Store):
     def _write(self, info: CollectionInfo, key: str, prepared: PreparedDocument) -> DocumentRecord:
         """Store one prepared document in the steps of the module docstring."""
         document = prepared.document
-        existing = self._source_point(key, document.source) if document.source else None
+        existing = self._source_point(key, info, document.source) if document.source else None
         document_id = (
             str(_payload(existing)["id"])
             if existing is not None
@@ -578,13 +578,9 @@ class QdrantStore(Store):
             )
         self._add_vocabulary(key, prepared)
         created_at = datetime.now(UTC)
-        total = self._count(
-            self._chunk_collection(info),
-            models.Filter(must=[match("collection", key), match("live", True)]),
-        )
         added_length = sum(chunk.length for chunk in prepared.chunks)
-        stored_length = self._stored_length(key)
-        count = total + len(prepared.chunks)
+        stored_length, stored_chunks = self._statistics(key)
+        count = stored_chunks + len(prepared.chunks)
         average = (stored_length + added_length) / count if count else 0.0
         fields = {
             "title": document.title,
@@ -624,16 +620,9 @@ class QdrantStore(Store):
         chunks = self._ensure_chunks(info)
         for start in range(0, len(points), 256):
             self._client.upsert(chunks, points=points[start : start + 256])
+        # One request: Qdrant applies it to every listed point or to none.
         self._client.set_payload(
-            chunks,
-            payload={"live": True},
-            points=models.Filter(
-                must=[
-                    match("collection", key),
-                    match("document_id", document_id),
-                    match("generation", generation),
-                ]
-            ),
+            chunks, payload={"live": True}, points=[point.id for point in points]
         )
         record = DocumentRecord(
             id=document_id,
@@ -662,26 +651,44 @@ class QdrantStore(Store):
             points=[document_point_id(key, document_id)],
         )
         # A crashed write's chunks were never live, so their length was never counted.
-        removed = self._remove_chunks(info, key, document_id, keep=generation)
-        self._add_length(key, added_length - removed)
+        removed = (0, 0)
+        if existing is not None:
+            removed = self._remove_chunks(info, key, document_id, keep=generation)
+        self._add_statistics(key, added_length - removed[0], len(points) - removed[1])
         return record
 
     def _add_vocabulary(self, key: str, prepared: PreparedDocument) -> None:
-        words = sorted({word for chunk in prepared.chunks for word in chunk.words})
-        terms = sorted({term for chunk in prepared.chunks for term in chunk.term_frequencies})
-        points = [_entry_point(key, "word", word) for word in words]
-        points += [_entry_point(key, "term", term) for term in terms]
+        """Upsert the document's words and terms the vocabulary does not hold yet (a lookup
+        by id; an entry's deletion keys never change, so a stored one is left as it is)."""
+        wanted = {
+            vocabulary_point_id(key, kind, entry): (kind, entry)
+            for kind, entries in (
+                ("word", {word for chunk in prepared.chunks for word in chunk.words}),
+                ("term", {term for chunk in prepared.chunks for term in chunk.term_frequencies}),
+            )
+            for entry in entries
+        }
+        ids = sorted(wanted)
+        stored = {
+            str(point.id)
+            for start in range(0, len(ids), 1024)
+            for point in self._client.retrieve(
+                self._layout.vocabulary, ids=ids[start : start + 1024], with_payload=False
+            )
+        }
+        points = [_entry_point(key, *wanted[i]) for i in ids if i not in stored]
         for start in range(0, len(points), 512):
             self._client.upsert(self._layout.vocabulary, points=points[start : start + 512])
 
     def _remove_chunks(
         self, info: CollectionInfo, key: str, document_id: str, *, keep: str | None
-    ) -> int:
+    ) -> tuple[int, int]:
         """Delete the document's chunks not of generation ``keep`` (all with None) and the
-        vocabulary entries no live chunk holds any more; return the live length removed."""
+        vocabulary entries no live chunk holds any more; return the live chunks' Σdl and
+        count removed."""
         chunks = self._chunk_collection(info)
         if not self._client.collection_exists(chunks):
-            return 0
+            return 0, 0
         must: list[models.Condition] = [match("collection", key), match("document_id", document_id)]
         stale = models.Filter(
             must=must, must_not=[match("generation", keep)] if keep is not None else None
@@ -693,7 +700,7 @@ class QdrantStore(Store):
             with_payload=["dl", "live", "terms", "words"],
         )
         if not gone:
-            return 0
+            return 0, 0
         self._client.delete(chunks, points_selector=models.FilterSelector(filter=stale))
         live = models.Filter(must=[match("collection", key), match("live", True)])
         unheld: list[models.ExtendedPointId] = []
@@ -706,7 +713,8 @@ class QdrantStore(Store):
             self._client.delete(
                 self._layout.vocabulary, points_selector=models.PointIdsList(points=unheld)
             )
-        return sum(int(_payload(point)["dl"]) for point in gone if _payload(point)["live"])
+        live_gone = [point for point in gone if _payload(point)["live"]]
+        return sum(int(_payload(point)["dl"]) for point in live_gone), len(live_gone)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -790,6 +798,7 @@ class QdrantStore(Store):
                         "metric": info.metric.value,
                         "analyzer": info.analyzer,
                         "length": 0,
+                        "chunks": 0,
                     },
                 )
             ],
@@ -832,29 +841,28 @@ class QdrantStore(Store):
             return None
         return found[0]
 
-    def _source_point(self, key: str, source: str) -> models.Record | None:
-        found, _ = self._client.scroll(
-            self._layout.documents,
-            scroll_filter=models.Filter(must=[match("collection", key), match("source", source)]),
-            limit=1,
-            with_payload=True,
+    def _source_point(self, key: str, info: CollectionInfo, source: str) -> models.Record | None:
+        """The point of ``info``'s document stored under ``source``: a lookup by id, since a
+        document with a source has the id :func:`new_document_id` names."""
+        return self._document_point(key, new_document_id(info.key, source))
+
+    def _statistics(self, key: str) -> tuple[int, int]:
+        """Σdl and the chunk count kept on the collection's point (what a write's sparse
+        vectors take avgdl from)."""
+        found = self._client.retrieve(
+            self._layout.collections, ids=[key], with_payload=["length", "chunks"]
         )
-        return found[0] if found else None
+        payload = _payload(found[0]) if found else {}
+        return int(payload.get("length", 0)), int(payload.get("chunks", 0))
 
-    def _stored_length(self, key: str) -> int:
-        found = self._client.retrieve(self._layout.collections, ids=[key], with_payload=["length"])
-        return int(_payload(found[0]).get("length", 0)) if found else 0
-
-    def _add_length(self, key: str, change: int) -> None:
-        if change:
+    def _add_statistics(self, key: str, length: int, chunks: int) -> None:
+        if length or chunks:
+            stored_length, stored_chunks = self._statistics(key)
             self._client.set_payload(
                 self._layout.collections,
-                payload={"length": self._stored_length(key) + change},
+                payload={"length": stored_length + length, "chunks": stored_chunks + chunks},
                 points=[key],
             )
-
-    def _average_length(self, key: str, total: int) -> float:
-        return self._stored_length(key) / total if total else 0.0
 
     def _entries(self, key: str, kind: str, field: str = "keys") -> Any:
         """A lookup: the ``kind`` entries of the collection under any of the given keys."""
