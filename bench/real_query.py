@@ -1,4 +1,5 @@
-"""Query latency on real text and real queries: PostgresStore vs stock LlamaIndex.
+"""Query latency on real text and real queries: PostgresStore vs stock LlamaIndex (or, with
+``--store qdrant``, the Qdrant store in local mode against PostgresStore: bench/qdrant_query.py).
 
 Not a test. Run from the repository root (``make bench-deps`` first for the LlamaIndex rows):
 ``PYTHONPATH=. .venv/bin/python bench/real_query.py --chunks 100000 [--schema NAME]``
@@ -390,6 +391,13 @@ def main() -> None:
     parser.add_argument(
         "--schema", help="load into (or reuse) this schema and keep it after the run"
     )
+    parser.add_argument(
+        "--store",
+        choices=("postgres", "qdrant"),
+        default="postgres",
+        help="qdrant: the same chunks and queries through the Qdrant store in local mode, with "
+        "PostgreSQL as the baseline in the same process (bench/qdrant_query.py)",
+    )
     args = parser.parse_args()
     dsn = database_url()
     schema = args.schema or f"bench_{uuid.uuid4().hex[:8]}"
@@ -447,6 +455,21 @@ def main() -> None:
             for table in tables:
                 conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, table)))
         print(f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M')}")
+        if args.store == "qdrant":
+            from bench.qdrant_query import compare
+
+            compare(
+                store,
+                collection,
+                corpus(args.chunks),
+                picks,
+                lambda searcher, loaded: searches(searcher, loaded, typed, typos),
+                strategies,
+                quantiles,
+                SHARDS,
+                LOAD_BATCH,
+            )
+            return
         context = multiprocessing.get_context("spawn")
         for _ in range(args.repeat):
             out = context.Queue()

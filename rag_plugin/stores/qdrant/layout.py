@@ -54,7 +54,7 @@ QDRANT_DISTANCES = {
 }
 
 # Payload keys every query filters on, each with a keyword index (``collection`` as the tenant).
-CHUNK_INDEXES = ("collection", "document_id", "generation", "terms", "words")
+CHUNK_INDEXES = ("collection", "document_id", "generation", "terms", "words", "fx")
 
 
 def collection_point_id(namespace: str, owner: str | None, name: str) -> str:

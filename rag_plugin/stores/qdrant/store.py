@@ -30,10 +30,9 @@ validates everything first, so bad input changes nothing.
 this process; writers in several processes at once can lose an update, which only shifts the
 avgdl the next writes use (never which chunks are found).
 
-Metadata filters are evaluated over the collection's chunk payloads with
-:func:`rag_plugin.filters.matches` (the memory store's rules, exactly) and given to every leg's
-Qdrant query as the ids it may return, once per search: filtering is inside the query, before
-ranking.
+Metadata filters become Qdrant conditions inside every leg's query, before ranking, with the
+memory store's rules exactly (:mod:`.filters`); the few forms Qdrant cannot express exactly are
+evaluated over the collection's chunk payloads, once per search, and join as the ids they keep.
 """
 
 from __future__ import annotations
@@ -60,7 +59,7 @@ from rag_plugin.exceptions import (
     InvalidInputError,
     StoreError,
 )
-from rag_plugin.filters import as_expression, matches
+from rag_plugin.filters import FilterExpression, as_expression, matches
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import bm25_idf
 from rag_plugin.lexical.correction import correct_with
@@ -83,6 +82,7 @@ from rag_plugin.stores.base import (
     validate_collection_name,
 )
 from rag_plugin.stores.prepared import PreparedDocument, prepare_document
+from rag_plugin.stores.qdrant.filters import NOTHING, to_qdrant, typed_payload
 from rag_plugin.stores.qdrant.layout import (
     CHUNK_INDEXES,
     DENSE,
@@ -409,7 +409,7 @@ class QdrantStore(Store):
             info, key = self._resolve(collection)
             validate_embedding(vector, info.dimensions)
             scope = self._scope(info, key, filters)
-            if n == 0 or scope is None:
+            if n == 0:
                 return []
             found = self._client.query_points(
                 self._chunk_collection(info),
@@ -444,7 +444,7 @@ class QdrantStore(Store):
             }
             sparse = query_sparse(tokens, idf)
             scope = self._scope(info, key, filters)
-            if not sparse.indices or scope is None:
+            if not sparse.indices:
                 return []
             average = self._statistics(key)[0] / total
             found = self._client.query_points(
@@ -479,7 +479,7 @@ class QdrantStore(Store):
             }
             close = sorted({word for found in similarities.values() for word in found})
             scope = self._scope(info, key, filters)
-            if not close or scope is None:
+            if not close:
                 return []
             holding = models.Filter(
                 must=[scope, models.FieldCondition(key="words", match=models.MatchAny(any=close))]
@@ -614,6 +614,7 @@ class QdrantStore(Store):
                         "dl": item.length,
                         "terms": sorted(item.term_frequencies),
                         "words": item.words,
+                        **typed_payload(metadata),
                     },
                 )
             )
@@ -884,30 +885,30 @@ class QdrantStore(Store):
 
         return lookup
 
-    def _scope(
-        self, info: CollectionInfo, key: str, filters: Filters | None
-    ) -> models.Filter | None:
+    def _scope(self, info: CollectionInfo, key: str, filters: Filters | None) -> models.Filter:
         """The filter every leg's query carries: the collection's live chunks and, with
-        ``filters``, only the ids that match them (None: nothing matches)."""
+        ``filters``, those that match them (:mod:`.filters`)."""
         live = models.Filter(must=[match("collection", key), match("live", True)])
         expression = as_expression(filters)
         if expression is None:
             return live
-
-        def matching() -> list[str]:
-            points = scroll_all(
-                self._client.scroll,
-                collection_name=self._chunk_collection(info),
-                scroll_filter=live,
-                with_payload=["metadata"],
-            )
-            return [str(p.id) for p in points if matches(expression, _payload(p)["metadata"])]
-
         shared = getattr(filters, "shared", None)
-        ids = matching() if shared is None else shared.once(("qdrant_allowed", key), matching)
-        if not ids:
-            return None
-        return models.Filter(must=[live, models.HasIdCondition(has_id=list(ids))])
+
+        def fallback(part: FilterExpression, among: models.Filter | None) -> models.Filter:
+            def matching() -> list[str]:
+                points = scroll_all(
+                    self._client.scroll,
+                    collection_name=self._chunk_collection(info),
+                    scroll_filter=live if among is None else models.Filter(must=[live, among]),
+                    with_payload=["metadata"],
+                )
+                return [str(p.id) for p in points if matches(part, _payload(p)["metadata"])]
+
+            ask = ("qdrant_ids", key, part, among is None)
+            ids = matching() if shared is None else shared.once(ask, matching)
+            return models.Filter(must=[models.HasIdCondition(has_id=list(ids))]) if ids else NOTHING
+
+        return models.Filter(must=[live, to_qdrant(expression, fallback)])
 
 
 def _payload(point: models.Record | models.ScoredPoint) -> dict[str, Any]:

@@ -9,11 +9,16 @@ from typing import Any
 import pytest
 
 from rag_plugin.exceptions import ConfigurationError
+from rag_plugin.filters import FilterCondition, FilterGroup, as_expression, matches
+from rag_plugin.filters import FilterOperator as Op
 from rag_plugin.stores.base import DocumentInput, Store
 from rag_plugin.stores.qdrant import QdrantStore
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
+from tests.rag_plugin.stores.filter_contract import leaf
 from tests.rag_plugin.stores.store_contract import StoreContract, chunk_inputs
+
+NOT = FilterCondition.NOT
 
 
 class TestQdrantStore(StoreContract):
@@ -189,3 +194,72 @@ def test_stores_for_namespaces_share_one_client_and_delete_their_own() -> None:
     assert acme.list_collections() == acme.list_collections(owner="user:1") == []
     assert [c.document_count for c in globex.list_collections()] == [1]
     acme.close()
+
+
+# -- filters as Qdrant conditions --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "evaluated_in_python"),
+    [
+        ({"topic": "birds"}, False),
+        (leaf("year", Op.GTE, 2021), False),
+        (FilterGroup(NOT, (leaf("labels", Op.ANY, ["wet", 2]),)), False),
+        (leaf("labels", Op.IS_EMPTY), False),
+        (leaf("name", Op.TEXT_MATCH, "eron"), True),
+        (leaf("name", Op.GT, "M"), True),
+    ],
+)
+def test_filters_are_qdrant_conditions_unless_qdrant_cannot_say_them_exactly(
+    monkeypatch: pytest.MonkeyPatch, expression: Any, evaluated_in_python: bool
+) -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    store = QdrantStore(location=":memory:")
+    collection = store.create_collection("docs", dimensions=8, embedding_model="fake")
+    rows = [
+        {"topic": "birds", "year": 2020, "labels": ["wet"], "name": "Heron"},
+        {"topic": "fish", "year": 2022, "labels": [], "name": "Salmon"},
+    ]
+    texts = ["heron one", "heron two"]
+    _, chunks = chunk_inputs(texts, embedder.embed(texts), rows)
+    document = store.upsert_document(collection, DocumentInput(source="s"), chunks).id
+    scrolled: list[Any] = []
+    original = store._client.scroll
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        # A numeric filter also asks for the few chunks listed under "fx" (numbers beyond
+        # 2**53): an indexed lookup, not a pass over the collection.
+        if kwargs.get("with_payload") == ["metadata"] and "'fx'" not in repr(kwargs):
+            scrolled.append(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(store._client, "scroll", spy)
+    expected = sorted(
+        f"{document}_{i}"
+        for i, row in enumerate(rows)
+        if matches(as_expression(expression), {**row})  # type: ignore[arg-type]
+    )
+    assert sorted(hit.chunk.id for hit in store.bm25(collection, "heron", 5, expression)) == (
+        expected
+    )
+    assert bool(scrolled) is evaluated_in_python
+    store.close()
+
+
+def test_numbers_no_double_holds_are_decided_in_python() -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    store = QdrantStore(location=":memory:")
+    collection = store.create_collection("docs", dimensions=8, embedding_model="fake")
+    rows = [{"big": 2**70}, {"big": 2.0**70}, {"big": 2**53 + 1}, {"big": 2**53}]
+    texts = [f"heron {i}" for i in range(len(rows))]
+    _, chunks = chunk_inputs(texts, embedder.embed(texts), rows)
+    document = store.upsert_document(collection, DocumentInput(source="s"), chunks).id
+    for value in (2.0**70, 2**53, 2**53 + 1, 2**70):
+        for operator in (Op.EQ, Op.NE, Op.LT, Op.GTE):
+            expression = leaf("big", operator, value)
+            expected = sorted(
+                f"{document}_{i}" for i, row in enumerate(rows) if matches(expression, row)
+            )
+            found = sorted(hit.chunk.id for hit in store.bm25(collection, "heron", 9, expression))
+            assert found == expected, (value, operator)
+    store.close()
