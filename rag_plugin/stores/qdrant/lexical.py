@@ -41,6 +41,8 @@ __all__ = [
     "close_entries",
     "fuzzy_scores",
     "query_sparse",
+    "scroll_all",
+    "similarities_of",
     "sparse_vector",
     "term_index",
 ]
@@ -97,17 +99,24 @@ def bm25_score(
 
 
 def close_entries(
-    query_word: str,
+    query_words: Sequence[str],
     lookup: Callable[[list[str]], list[str]],
     max_distance: int = DEFAULT_MAX_DISTANCE,
-) -> list[tuple[str, int]]:
-    """The vocabulary entries within ``max_distance`` edits of ``query_word``, with distances;
-    ``lookup(keys)`` gives the entries indexed under any of the deletion keys."""
-    found = []
-    for entry in lookup(sorted(entry_keys(query_word))):
-        distance = Levenshtein.distance(query_word, entry, score_cutoff=max_distance)
-        if distance <= max_distance:
-            found.append((entry, distance))
+) -> dict[str, list[tuple[str, int]]]:
+    """Each query word's vocabulary entries within ``max_distance`` edits, with distances.
+
+    ``lookup(keys)`` gives the entries indexed under any of the deletion keys; it is asked
+    once for every word's keys together (one request, however many words).
+    """
+    keys = sorted(set().union(*(entry_keys(word) for word in query_words)))
+    candidates = lookup(keys) if keys else []
+    found: dict[str, list[tuple[str, int]]] = {}
+    for word in query_words:
+        close = found.setdefault(word, [])
+        for entry in candidates:
+            distance = Levenshtein.distance(word, entry, score_cutoff=max_distance)
+            if distance <= max_distance:
+                close.append((entry, distance))
     return found
 
 

@@ -473,10 +473,9 @@ class QdrantStore(Store):
             words = fuzzy_query_words(query, get_analyzer(info.analyzer))
             if n == 0 or not words:
                 return []
-            similarities = {
-                word: similarities_of(word, close_entries(word, self._entries(key, "word")))
-                for word in dict.fromkeys(words)
-            }
+            distinct = list(dict.fromkeys(words))
+            near = close_entries(distinct, self._entries(key, "word"))
+            similarities = {word: similarities_of(word, near[word]) for word in distinct}
             close = sorted({word for found in similarities.values() for word in found})
             scope = self._scope(info, key, filters)
             if not close:
@@ -517,8 +516,9 @@ class QdrantStore(Store):
 
             def closest(terms: Sequence[str]) -> dict[str, tuple[str, int] | None]:
                 found: dict[str, tuple[str, int] | None] = {}
+                near = close_entries([term.lower() for term in terms], self._entries(key, "term"))
                 for term in terms:
-                    close = close_entries(term.lower(), self._entries(key, "term"))
+                    close = near[term.lower()]
                     counted = [
                         (entry, distance, self._count(chunks, _holding(live, "terms", entry)))
                         for entry, distance in close
