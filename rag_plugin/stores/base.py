@@ -41,6 +41,7 @@ __all__ = [
     "ScoredChunk",
     "Store",
     "check_distinct_sources",
+    "check_leg_size",
     "check_same_model",
     "new_document_id",
     "settled_collection",
@@ -65,6 +66,12 @@ def check_distinct_sources(documents: Sequence[tuple[DocumentInput, object]]) ->
                 f"{document.source!r}; a collection holds one document per source."
             )
         seen[document.source] = position
+
+
+def check_leg_size(n: int) -> None:
+    """Raise ``InvalidInputError`` unless a leg's ``n`` is zero or a positive integer."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidInputError(f"n must be zero or a positive integer, got {n!r}.")
 
 
 def validate_collection_name(name: str) -> str:

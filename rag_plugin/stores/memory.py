@@ -40,6 +40,7 @@ from rag_plugin.stores.base import (
     ScoredChunk,
     Store,
     check_distinct_sources,
+    check_leg_size,
     check_same_model,
     new_document_id,
     settled_collection,
@@ -284,7 +285,7 @@ class MemoryStore(Store):
         filters: Filters | None = None,
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by exact vector similarity; ties go to the smaller chunk id."""
-        _check_n(n)
+        check_leg_size(n)
         with self._lock:
             target = self._resolve(collection)
             return target.dense(to_vector(vector, target.info.dimensions), n, filters)
@@ -293,7 +294,7 @@ class MemoryStore(Store):
         self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
-        _check_n(n)
+        check_leg_size(n)
         with self._lock:
             return self._resolve(collection).bm25(query, n, filters)
 
@@ -301,7 +302,7 @@ class MemoryStore(Store):
         self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
-        _check_n(n)
+        check_leg_size(n)
         with self._lock:
             return self._resolve(collection).fuzzy(query, n, filters)
 
@@ -386,8 +387,3 @@ def _json_copy(value: Any, what: str) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"The {what} must be JSON-serialisable: {exc}.") from None
     return copied
-
-
-def _check_n(n: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise InvalidInputError(f"n must be zero or a positive integer, got {n!r}.")

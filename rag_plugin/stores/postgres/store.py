@@ -51,6 +51,7 @@ from rag_plugin.stores.base import (
     ScoredChunk,
     Store,
     check_distinct_sources,
+    check_leg_size,
     check_same_model,
     settled_collection,
     validate_collection_name,
@@ -86,11 +87,6 @@ def _positive(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
     return value
-
-
-def _check_n(n: int) -> None:
-    if n < 0:
-        raise InvalidInputError(f"n must be zero or positive, got {n}")
 
 
 class PostgresStore(Store):
@@ -331,7 +327,7 @@ class PostgresStore(Store):
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by vector similarity; ties go to the smaller chunk id."""
         validate_collection_name(collection.name)
-        _check_n(n)
+        check_leg_size(n)
         where = sql_filter(filters)
         with self._db.transaction() as conn:
             row = self._collection(conn, collection)
@@ -381,7 +377,7 @@ class PostgresStore(Store):
     ) -> list[ScoredChunk]:
         """Run one word-based leg (BM25 or fuzzy) in a transaction on the collection's row."""
         validate_collection_name(collection.name)
-        _check_n(n)
+        check_leg_size(n)
         where = sql_filter(filters)
         with self._db.transaction() as conn:
             row = self._collection(conn, collection)

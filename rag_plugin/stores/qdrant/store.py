@@ -42,6 +42,7 @@ from rag_plugin.stores.base import (
     ScoredChunk,
     Store,
     check_distinct_sources,
+    check_leg_size,
     check_same_model,
     settled_collection,
     validate_collection_name,
@@ -311,7 +312,7 @@ class QdrantStore(QdrantWrites, Store):
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by vector similarity: Qdrant's HNSW with the collection, liveness
         and filter inside the query (exact in local mode)."""
-        _check_n(n)
+        check_leg_size(n)
         with self._using():
             info, key = self._resolve(collection)
             validate_embedding(vector, info.dimensions)
@@ -336,7 +337,7 @@ class QdrantStore(QdrantWrites, Store):
         self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
-        _check_n(n)
+        check_leg_size(n)
         with self._using():
             info, key = self._resolve(collection)
             tokens = get_analyzer(info.analyzer).tokens(query)
@@ -375,7 +376,7 @@ class QdrantStore(QdrantWrites, Store):
         self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
     ) -> list[ScoredChunk]:
         """Top ``n`` chunks by the fuzzy word-match score; only scores > 0; ties by id."""
-        _check_n(n)
+        check_leg_size(n)
         with self._using():
             info, key = self._resolve(collection)
             words = fuzzy_query_words(query, get_analyzer(info.analyzer))
@@ -480,8 +481,3 @@ def _similarity(score: float, metric: DistanceMetric) -> float:
     if metric is DistanceMetric.L2:
         return 1.0 / (1.0 + max(score, 0.0))
     return float(score)
-
-
-def _check_n(n: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise InvalidInputError(f"n must be zero or a positive integer, got {n!r}.")
