@@ -4,9 +4,8 @@ Four kinds of point, in four kinds of Qdrant collection named ``{prefix}_...``:
 
 - ``{prefix}_collections``: one point per collection of ours (no vector): name, owner,
   namespace, model, dimension, metric, analyzer and Σdl (BM25's total chunk length);
-- ``{prefix}_documents``: one point per document (no vector): its record, the generation of
-  chunks it stands for (``generation``) and the one a write in flight is putting in
-  (``pending``);
+- ``{prefix}_documents``: one point per document (no vector): its record and the generation
+  of chunks it stands for (``generation``; none yet while its first write is in flight);
 - ``{prefix}_chunks_{dimensions}_{metric}``: every chunk of every collection with that vector
   size and metric (Qdrant's advice for multitenancy: one Qdrant collection, the tenant as a
   payload key with an ``is_tenant`` keyword index, filtered inside every query). A chunk point

@@ -4,10 +4,10 @@ Qdrant changes one request's points atomically, not several
 requests'. A write of documents therefore goes in steps, each safe to repeat (the same point
 ids and payloads):
 
-1. each document's point gets a fresh ``pending`` generation (a new document's point has no
-   ``generation`` yet, so it is not listed or counted);
-2. its vocabulary points are upserted, then its chunk points of the pending generation, not
-   yet ``live`` (every leg asks for ``live``);
+1. a new document's point is put in without a ``generation`` (so it is neither listed nor
+   counted, and the next write of its source finds it and repairs it);
+2. its vocabulary points are upserted, then its chunk points of a fresh generation, not yet
+   ``live`` (every leg asks for ``live``);
 3. one request makes that generation's chunks live, and the document's point takes
    the new record and ``generation``;
 4. the document's chunks of every other generation are deleted, then the vocabulary entries
@@ -91,16 +91,9 @@ class QdrantWrites(QdrantSpace):
                             "id": document_id,
                             "source": document.source,
                             "generation": None,
-                            "pending": generation,
                         },
                     )
                 ],
-            )
-        else:
-            self._client.set_payload(
-                documents,
-                payload={"pending": generation},
-                points=[document_point_id(key, document_id)],
             )
         self._add_vocabulary(key, prepared)
         created_at = datetime.now(UTC)
@@ -173,7 +166,6 @@ class QdrantWrites(QdrantSpace):
                 "chunk_count": record.chunk_count,
                 "seq": time.time_ns(),
                 "generation": generation,
-                "pending": None,
             },
             points=[document_point_id(key, document_id)],
         )
