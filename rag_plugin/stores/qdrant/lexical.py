@@ -30,9 +30,8 @@ from typing import Any
 from qdrant_client import models
 from rapidfuzz.distance import Levenshtein
 
-from rag_plugin.lexical.analyzers import Analyzer
 from rag_plugin.lexical.bm25 import DEFAULT_B, DEFAULT_K1, bm25_term_score
-from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, fuzzy_query_words, word_similarity
+from rag_plugin.lexical.fuzzy import DEFAULT_MAX_DISTANCE, word_similarity
 from rag_plugin.lexical.near_keys import entry_keys
 
 __all__ = [
@@ -121,15 +120,14 @@ def close_entries(
 
 
 def fuzzy_scores(
-    query: str,
-    analyzer: Analyzer,
+    words: Sequence[str],
     chunks: Sequence[tuple[str, Sequence[str]]],
     similarities: dict[str, dict[str, float]],
 ) -> list[tuple[str, float]]:
     """``(chunk id, score)`` of each of ``chunks`` (id and words) that scores above 0, summed
-    query word by query word as ``FuzzyIndex.search`` sums them; ``similarities`` maps each
-    query word to its close words' similarities."""
-    words = fuzzy_query_words(query, analyzer)
+    query word by query word (``words``: ``fuzzy_query_words`` of the query) as
+    ``FuzzyIndex.search`` sums them; ``similarities`` maps each query word to its close
+    words' similarities."""
     count = len(words)
     scored = []
     for chunk_id, chunk_words in chunks:

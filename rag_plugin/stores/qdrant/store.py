@@ -400,8 +400,7 @@ class QdrantStore(QdrantWrites, Store):
                 with_payload=["chunk_id", "words"],
             )
             scores = fuzzy_scores(
-                query,
-                get_analyzer(info.analyzer),
+                words,
                 [(payload_of(p)["chunk_id"], payload_of(p)["words"]) for p in points],
                 similarities,
             )
