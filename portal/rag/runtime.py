@@ -172,14 +172,12 @@ def drop_tenant_data(schema_name: str) -> None:
 def _embedding_cache(schema_name: str) -> PostgresEmbeddingCache:
     found = _caches.get(schema_name)
     if found is None:
-        if store_backend() == "postgres":
+        postgres = store_backend() == "postgres"
+        if postgres:
             store_for(schema_name)  # makes sure the cache table exists
-        else:
-            with _ensure_lock:
-                _postgres_schema(schema_name)  # the cache table, in the tenant's schema
-        found = _caches.setdefault(
-            schema_name, PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
-        )
+        # With Qdrant, the cache creates its table (the schema's RAG tables) itself.
+        cache = PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=not postgres)
+        found = _caches.setdefault(schema_name, cache)
     return found
 
 
