@@ -48,6 +48,7 @@ __all__ = [
     "chunk_record",
     "collection_info",
     "committed",
+    "committed_point",
     "document_record",
     "holding",
     "owner_key",
@@ -296,6 +297,12 @@ class QdrantSpace:
 def payload_of(point: models.Record | models.ScoredPoint) -> dict[str, Any]:
     """A point's payload (every point this store writes has one)."""
     return point.payload or {}
+
+
+def committed_point(point: models.Record | None) -> models.Record | None:
+    """A document's ``point`` if a write has made its chunks live (what reads see), else None
+    (no document, or its first write is in flight or died)."""
+    return point if point is not None and payload_of(point).get("generation") else None
 
 
 def owner_key(owner: str | None) -> str:

@@ -69,6 +69,7 @@ from rag_plugin.stores.qdrant.space import (
     chunk_record,
     collection_info,
     committed,
+    committed_point,
     document_record,
     holding,
     owner_key,
@@ -228,8 +229,8 @@ class QdrantStore(QdrantWrites, Store):
         """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
         with self._using():
             info, key = self._resolve(collection)
-            stored = self._document_point(key, document_id)
-            if stored is None or payload_of(stored).get("generation") is None:
+            stored = committed_point(self._document_point(key, document_id))
+            if stored is None:
                 raise DocumentNotFoundError(document_id)
             length, chunks = self._remove_chunks(info, key, document_id, keep=None)
             self._client.delete(
@@ -242,8 +243,8 @@ class QdrantStore(QdrantWrites, Store):
         """Return one document; raise ``DocumentNotFoundError`` if absent."""
         with self._using():
             info, key = self._resolve(collection)
-            stored = self._document_point(key, document_id)
-        if stored is None or payload_of(stored).get("generation") is None:
+            stored = committed_point(self._document_point(key, document_id))
+        if stored is None:
             raise DocumentNotFoundError(document_id)
         return document_record(info, payload_of(stored))
 
@@ -253,8 +254,8 @@ class QdrantStore(QdrantWrites, Store):
             return None
         with self._using():
             info, key = self._resolve(collection)
-            found = self._source_point(key, info, source)
-        if found is None or payload_of(found).get("generation") is None:
+            found = committed_point(self._source_point(key, info, source))
+        if found is None:
             return None
         return document_record(info, payload_of(found))
 
@@ -283,8 +284,8 @@ class QdrantStore(QdrantWrites, Store):
         """Return a document's chunks in index order."""
         with self._using():
             info, key = self._resolve(collection)
-            stored = self._document_point(key, document_id)
-            if stored is None or payload_of(stored).get("generation") is None:
+            stored = committed_point(self._document_point(key, document_id))
+            if stored is None:
                 raise DocumentNotFoundError(document_id)
             points = scroll_all(
                 self._client.scroll,
@@ -316,9 +317,9 @@ class QdrantStore(QdrantWrites, Store):
         with self._using():
             info, key = self._resolve(collection)
             validate_embedding(vector, info.dimensions)
-            scope = self._scope(info, key, filters)
             if n == 0:
                 return []
+            scope = self._scope(info, key, filters)
             found = self._client.query_points(
                 self._chunk_collection(info),
                 query=[float(x) for x in vector],
@@ -351,9 +352,9 @@ class QdrantStore(QdrantWrites, Store):
                 for term in set(tokens)
             }
             sparse = query_sparse(tokens, idf)
-            scope = self._scope(info, key, filters)
             if not sparse.indices:
                 return []
+            scope = self._scope(info, key, filters)
             average = self._statistics(key)[0] / total
             found = self._client.query_points(
                 chunks,
@@ -386,9 +387,9 @@ class QdrantStore(QdrantWrites, Store):
             near = close_entries(distinct, self._entries(key, "word"))
             similarities = {word: similarities_of(word, near[word]) for word in distinct}
             close = sorted({word for found in similarities.values() for word in found})
-            scope = self._scope(info, key, filters)
             if not close:
                 return []
+            scope = self._scope(info, key, filters)
             holding = models.Filter(
                 must=[scope, models.FieldCondition(key="words", match=models.MatchAny(any=close))]
             )
