@@ -38,9 +38,7 @@ from rag_plugin.stores.qdrant.layout import (
     document_point_id,
     match,
 )
-from rag_plugin.stores.qdrant.lexical import (
-    scroll_all,
-)
+from rag_plugin.stores.qdrant.lexicon import MirroredLexicon, QdrantLexicon
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
@@ -74,6 +72,7 @@ class QdrantSpace:
         prefix: str = "rag",
         namespace: str = "",
         timeout: int | None = None,
+        mirror: bool | None = None,
     ) -> None:
         if sum(value is not None for value in (url, location, path)) != 1:
             raise ConfigurationError(
@@ -93,6 +92,11 @@ class QdrantSpace:
                     f"The environment variable {api_key_env} (api_key_env, the Qdrant API key) "
                     "is not set."
                 )
+        if mirror and url is not None:
+            raise ConfigurationError(
+                "mirror=True is for local mode only: other processes write to a Qdrant server, "
+                "so this process cannot keep its words in memory."
+            )
         self._where = url if url is not None else str(location if location is not None else path)
         self._local = url is None
         try:
@@ -114,6 +118,8 @@ class QdrantSpace:
         # Local mode is not safe for threads; one lock also orders this process's writes.
         self._lock = threading.RLock()
         self._ready: set[str] = set()  # shared with for_namespace's stores
+        mirrored = self._local if mirror is None else mirror
+        self._lexicon = (MirroredLexicon if mirrored else QdrantLexicon)(self._client, self._layout)
 
     def close(self) -> None:
         """Close the client (and, in local mode, release the folder); the stores
@@ -272,26 +278,6 @@ class QdrantSpace:
                 payload={"length": stored_length + length, "chunks": stored_chunks + chunks},
                 points=[key],
             )
-
-    def _entries(self, key: str, kind: str, field: str = "keys") -> Any:
-        """A lookup: the ``kind`` entries of the collection under any of the given keys."""
-
-        def lookup(keys: list[str]) -> list[str]:
-            points = scroll_all(
-                self._client.scroll,
-                collection_name=self._layout.vocabulary,
-                scroll_filter=models.Filter(
-                    must=[
-                        match("collection", key),
-                        match("kind", kind),
-                        models.FieldCondition(key=field, match=models.MatchAny(any=keys)),
-                    ]
-                ),
-                with_payload=["entry"],
-            )
-            return [str(payload_of(point)["entry"]) for point in points]
-
-        return lookup
 
 
 def payload_of(point: models.Record | models.ScoredPoint) -> dict[str, Any]:

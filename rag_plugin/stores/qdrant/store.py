@@ -71,7 +71,6 @@ from rag_plugin.stores.qdrant.space import (
     committed,
     committed_point,
     document_record,
-    holding,
     owner_key,
     payload_of,
 )
@@ -99,7 +98,9 @@ class QdrantStore(QdrantWrites, Store):
     prefer_grpc=True)`` talks to a server (the seed's ``database.qdrant`` settings: the API key
     is read from the named environment variable, never passed in); ``location=":memory:"`` or
     ``path=folder`` run Qdrant in this process. ``namespace`` separates users of one Qdrant
-    (the portal passes its tenant); ``prefix`` names the Qdrant collections.
+    (the portal passes its tenant); ``prefix`` names the Qdrant collections. In local mode
+    the lexical legs read words from an in-process mirror of Qdrant's points
+    (:mod:`.lexicon`); ``mirror=False`` makes them ask Qdrant, as they do a server.
     """
 
     def for_namespace(self, namespace: str) -> QdrantStore:
@@ -178,6 +179,7 @@ class QdrantStore(QdrantWrites, Store):
                 raise CollectionNotFoundError(name)
             info = collection_info(payload_of(point))
             key = str(point.id)
+            self._lexicon.forget(key)
             documents = self._count(self._layout.documents, committed(key))
             everything = models.FilterSelector(
                 filter=models.Filter(must=[match("collection", key)])
@@ -344,11 +346,10 @@ class QdrantStore(QdrantWrites, Store):
             tokens = get_analyzer(info.analyzer).tokens(query)
             if n == 0 or not tokens:
                 return []
-            live = models.Filter(must=[match("collection", key), match("live", True)])
             chunks = self._chunk_collection(info)
-            total = self._count(chunks, live)
+            total = self._lexicon.live_count(chunks, key)
             idf = {
-                term: bm25_idf(total, self._count(chunks, holding(live, "terms", term)))
+                term: bm25_idf(total, self._lexicon.holders(chunks, key, "terms", term))
                 for term in set(tokens)
             }
             sparse = query_sparse(tokens, idf)
@@ -384,34 +385,26 @@ class QdrantStore(QdrantWrites, Store):
             if n == 0 or not words:
                 return []
             distinct = list(dict.fromkeys(words))
-            near = close_entries(distinct, self._entries(key, "word"))
+            near = close_entries(distinct, lambda keys: self._lexicon.entries(key, "word", keys))
             similarities = {word: similarities_of(word, near[word]) for word in distinct}
             close = sorted({word for found in similarities.values() for word in found})
             if not close:
                 return []
-            scope = self._scope(info, key, filters)
-            holding = models.Filter(
-                must=[scope, models.FieldCondition(key="words", match=models.MatchAny(any=close))]
-            )
             chunks = self._chunk_collection(info)
-            points = scroll_all(
-                self._client.scroll,
-                collection_name=chunks,
-                scroll_filter=holding,
-                with_payload=["chunk_id", "words"],
-            )
+            scope = None if as_expression(filters) is None else self._scope(info, key, filters)
+            holders = self._lexicon.word_holders(chunks, key, close, scope)
             scores = fuzzy_scores(
-                words,
-                [(payload_of(p)["chunk_id"], payload_of(p)["words"]) for p in points],
-                similarities,
+                words, [(holder.chunk_id, holder.words) for holder in holders], similarities
             )
             scores.sort(key=lambda pair: (-pair[1], pair[0]))
             best = dict(scores[:n])
-            point_of = {payload_of(p)["chunk_id"]: p.id for p in points}
+            point_of = {holder.chunk_id: holder.point for holder in holders}
             records = {
                 payload_of(record)["chunk_id"]: chunk_record(payload_of(record))
                 for record in self._client.retrieve(
-                    chunks, ids=[point_of[chunk_id] for chunk_id in best], with_payload=True
+                    chunks,
+                    ids=[point_of[chunk_id] for chunk_id in best],
+                    with_payload=_CHUNK_FIELDS,
                 )
             }
         return [ScoredChunk(records[chunk_id], score) for chunk_id, score in best.items()]
@@ -421,15 +414,18 @@ class QdrantStore(QdrantWrites, Store):
         with self._using():
             info, key = self._resolve(collection)
             chunks = self._chunk_collection(info)
-            live = models.Filter(must=[match("collection", key), match("live", True)])
+            lexicon = self._lexicon
 
             def closest(terms: Sequence[str]) -> dict[str, tuple[str, int] | None]:
                 found: dict[str, tuple[str, int] | None] = {}
-                near = close_entries([term.lower() for term in terms], self._entries(key, "term"))
+                near = close_entries(
+                    [term.lower() for term in terms],
+                    lambda keys: lexicon.entries(key, "term", keys),
+                )
                 for term in terms:
                     close = near[term.lower()]
                     counted = [
-                        (entry, distance, self._count(chunks, holding(live, "terms", entry)))
+                        (entry, distance, lexicon.holders(chunks, key, "terms", entry))
                         for entry, distance in close
                     ]
                     held = [item for item in counted if item[2] > 0]
@@ -440,9 +436,8 @@ class QdrantStore(QdrantWrites, Store):
             def words_starting_with(prefixes: Sequence[str]) -> list[tuple[str, int]]:
                 found: list[tuple[str, int]] = []
                 for prefix in prefixes:
-                    entries = sorted(self._entries(key, "word", field="prefixes")([prefix]))
-                    for entry in entries:
-                        count = self._count(chunks, holding(live, "words", entry))
+                    for entry in lexicon.entries(key, "word", [prefix], field="prefixes"):
+                        count = lexicon.holders(chunks, key, "words", entry)
                         if count:
                             found.append((entry, count))
                 return found

@@ -70,6 +70,7 @@ class QdrantWrites(QdrantSpace):
 
     def _write(self, info: CollectionInfo, key: str, prepared: PreparedDocument) -> DocumentRecord:
         """Store one prepared document in the steps of the module docstring."""
+        self._lexicon.forget(key)
         document = prepared.document
         existing = self._source_point(key, info, document.source) if document.source else None
         document_id = (
@@ -205,6 +206,7 @@ class QdrantWrites(QdrantSpace):
         """Delete the document's chunks not of generation ``keep`` (all with None) and the
         vocabulary entries no live chunk holds any more; return the live chunks' Σdl and
         count removed."""
+        self._lexicon.forget(key)
         chunks = self._chunk_collection(info)
         if not self._client.collection_exists(chunks):
             return 0, 0

@@ -534,6 +534,10 @@ class StoreContract(CorrectionContract, FilterContract):
     ) -> None:
         gone = self.add(store, collection, embedder, ["walrus tusks", "walrus whiskers"])
         kept = self.add(store, collection, embedder, ["penguin feathers"])
+        # Every leg asked before the delete too, so a store that keeps answers must drop them.
+        assert len(store.bm25(collection, "walrus", 10)) == 2
+        assert len(store.fuzzy(collection, "walrus", 10)) == 2
+        assert store.correct_query(collection, "walrs tusk").corrections != ()
         store.delete_document(collection, gone)
         assert store.bm25(collection, "walrus", 10) == []
         assert store.fuzzy(collection, "walrus", 10) == []

@@ -31,9 +31,9 @@ from .test_postgres_differential import (
 )
 
 
-@pytest.fixture
-def store() -> Iterator[QdrantStore]:
-    store = QdrantStore(location=":memory:")
+@pytest.fixture(params=[True, False], ids=["mirror", "asking-qdrant"])
+def store(request: pytest.FixtureRequest) -> Iterator[QdrantStore]:
+    store = QdrantStore(location=":memory:", mirror=request.param)
     yield store
     store.close()
 

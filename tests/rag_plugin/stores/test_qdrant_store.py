@@ -29,6 +29,16 @@ class TestQdrantStore(StoreContract):
         store.close()
 
 
+class TestQdrantStoreAskingQdrant(StoreContract):
+    """The whole contract with the lexical legs asking Qdrant, as they ask a server."""
+
+    @pytest.fixture
+    def store(self) -> Iterator[Store]:
+        store = QdrantStore(location=":memory:", mirror=False)
+        yield store
+        store.close()
+
+
 class TestSavedQdrantStore(StoreContract):
     """The whole contract again with Qdrant's local mode keeping its points in a folder."""
 
@@ -61,6 +71,11 @@ def test_an_unreachable_server_is_named_at_first_use() -> None:
     with pytest.raises(ConfigurationError, match=r"http://127\.0\.0\.1:9.*cannot be reached"):
         store.list_collections()
     store.close()
+
+
+def test_a_server_never_gets_a_mirror() -> None:
+    with pytest.raises(ConfigurationError, match="mirror=True is for local mode only"):
+        QdrantStore(url="http://localhost:6334", mirror=True)
 
 
 def test_a_bad_prefix_is_refused() -> None:
@@ -109,6 +124,33 @@ def test_collections_of_one_size_and_metric_share_a_qdrant_collection() -> None:
 
 
 # -- writes without transactions ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("mirror", [True, False])
+def test_the_lexical_legs_see_a_replacement_written_after_they_were_asked(mirror: bool) -> None:
+    embedder = FakeEmbedder(dimensions=8)
+    store = QdrantStore(location=":memory:", mirror=mirror)
+    collection = store.create_collection("docs", dimensions=8, embedding_model="fake")
+
+    def write(text: str) -> None:
+        _, chunks = chunk_inputs([text], embedder.embed([text]))
+        store.upsert_document(collection, DocumentInput(source="a.md"), chunks)
+
+    def found(query: str) -> tuple[list[str], list[str], str]:
+        return (
+            [hit.chunk.content for hit in store.bm25(collection, query, 5)],
+            [hit.chunk.content for hit in store.fuzzy(collection, query, 5)],
+            store.correct_query(collection, query).query,
+        )
+
+    write("walrus tusks")
+    assert found("walrus penguin") == (["walrus tusks"], ["walrus tusks"], "walrus penguin")
+    assert found("walrsu") == ([], ["walrus tusks"], "walrus")
+    write("penguin feathers")
+    assert found("walrus penguin") == (["penguin feathers"], ["penguin feathers"], "walrus penguin")
+    assert found("walrsu") == ([], [], "walrsu")
+    assert found("pengiun") == ([], ["penguin feathers"], "penguin")
+    store.close()
 
 
 def test_a_write_that_dies_before_its_chunks_go_live_leaves_the_old_document(
