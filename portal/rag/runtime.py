@@ -3,8 +3,8 @@
 The store and the embedding cache use their own psycopg pool (not Django's connection) because
 an ingest is one store transaction of its own; the pool is built from Django's database settings
 so both always talk to the same database (the test database under pytest). With
-``RAG_STORE=qdrant`` the RAG data lives in Qdrant instead, one namespace per tenant schema, and
-the embedding cache stays in the tenant's schema.
+``RAG_STORE=qdrant`` the RAG data lives in Qdrant instead, embedding cache included, one
+namespace per tenant schema.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
 from rag_plugin.embedding import Embedder, FastEmbedEmbedder
+from rag_plugin.embedding.cache import EmbeddingCache
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.base import Store
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
@@ -35,7 +36,7 @@ STORES = ("postgres", "qdrant")
 
 # Per tenant schema, for the life of the process.
 _stores: dict[str, Store] = {}
-_caches: dict[str, PostgresEmbeddingCache] = {}
+_caches: dict[str, EmbeddingCache] = {}
 # The fastembed model each configured name resolved to (see _fastembed_model).
 _models: dict[str, str] = {}
 
@@ -169,14 +170,16 @@ def drop_tenant_data(schema_name: str) -> None:
     _caches.pop(schema_name, None)
 
 
-def _embedding_cache(schema_name: str) -> PostgresEmbeddingCache:
+def _embedding_cache(schema_name: str) -> EmbeddingCache:
+    """The tenant's embedding cache, beside its RAG data: in its schema, or in Qdrant."""
     found = _caches.get(schema_name)
     if found is None:
-        postgres = store_backend() == "postgres"
-        if postgres:
+        cache: EmbeddingCache
+        if store_backend() == "qdrant":
+            cache = qdrant().for_namespace(schema_name).embedding_cache()
+        else:
             store_for(schema_name)  # makes sure the cache table exists
-        # With Qdrant, the cache creates its table (the schema's RAG tables) itself.
-        cache = PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=not postgres)
+            cache = PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
         found = _caches.setdefault(schema_name, cache)
     return found
 

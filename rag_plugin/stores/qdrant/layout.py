@@ -13,6 +13,8 @@ Four kinds of point, in four kinds of Qdrant collection named ``{prefix}_...``:
 - ``{prefix}_vocabulary``: one point per (collection, fuzzy word or analyzer term), with the
   entry's deletion keys (:mod:`rag_plugin.lexical.near_keys`) and, for words, its prefixes.
 
+And, once an embedding cache is asked for, ``{prefix}_embeddings`` (:mod:`.cache`).
+
 Chunk points are named by chunk id *and* generation, so a document's new chunks never
 overwrite its old ones: a write puts the new generation in invisible (``live`` false), makes
 it live, then deletes the old one (:mod:`rag_plugin.stores.qdrant.writes`).
@@ -100,6 +102,10 @@ class Layout:
     @property
     def vocabulary(self) -> str:
         return f"{self.prefix}_vocabulary"
+
+    @property
+    def embeddings(self) -> str:
+        return f"{self.prefix}_embeddings"
 
     def chunks(self, dimensions: int, metric: DistanceMetric) -> str:
         """The Qdrant collection holding every chunk of this size and metric."""

@@ -148,6 +148,18 @@ class QdrantSpace:
             except UnexpectedResponse as exc:
                 raise StoreError(f"Qdrant at {self._where} refused a request: {exc}") from exc
 
+    @contextmanager
+    def _plain(self, name: str) -> Iterator[QdrantClient]:
+        """:meth:`_using` for the Qdrant collection ``name`` of points without vectors,
+        created on first use with its ``namespace`` indexed."""
+        with self._using():
+            if name not in self._ready:
+                if not self._client.collection_exists(name):
+                    self._client.create_collection(name, vectors_config={})
+                    self._index(name, "namespace", models.PayloadSchemaType.KEYWORD)
+                self._ready.add(name)
+            yield self._client
+
     def _ensure_base(self) -> None:
         for name in (self._layout.collections, self._layout.documents, self._layout.vocabulary):
             if name in self._ready:

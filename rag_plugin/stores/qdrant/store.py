@@ -48,6 +48,7 @@ from rag_plugin.stores.base import (
     validate_collection_name,
 )
 from rag_plugin.stores.prepared import prepare_document
+from rag_plugin.stores.qdrant.cache import QdrantEmbeddingCache
 from rag_plugin.stores.qdrant.filters import NOTHING, to_qdrant
 from rag_plugin.stores.qdrant.layout import (
     DENSE,
@@ -110,9 +111,16 @@ class QdrantStore(QdrantWrites, Store):
         sibling._namespace = namespace
         return sibling
 
+    def embedding_cache(self) -> QdrantEmbeddingCache:
+        """An embedding cache (E7) in this Qdrant and namespace, for an embedder's
+        ``cache=``: with it, everything the engine keeps is in Qdrant."""
+        name = self._layout.embeddings
+        return QdrantEmbeddingCache(lambda: self._plain(name), name, self._namespace)
+
     def delete_namespace(self) -> int:
-        """Delete every collection of this namespace, whoever owns it (the portal calls it
-        when a tenant is deleted); return how many collections there were."""
+        """Delete every collection of this namespace, whoever owns it, and its embedding
+        cache (the portal calls it when a tenant is deleted); return how many collections
+        there were."""
         with self._using():
             points = scroll_all(
                 self._client.scroll,
@@ -123,6 +131,10 @@ class QdrantStore(QdrantWrites, Store):
         for point in points:
             info = collection_info(payload_of(point))
             self.delete_collection(info.name, owner=info.owner)
+        cache = self._layout.embeddings
+        with self._plain(cache) as client:
+            mine = models.Filter(must=[match("namespace", self._namespace)])
+            client.delete(cache, points_selector=models.FilterSelector(filter=mine))
         return len(points)
 
     # -- collections -------------------------------------------------------------------

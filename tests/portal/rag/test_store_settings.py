@@ -12,7 +12,7 @@ from django.db.models.signals import post_delete
 from portal.checks import rag_store_settings
 from portal.rag import runtime
 from rag_plugin.exceptions import ConfigurationError
-from rag_plugin.stores.qdrant import QdrantStore
+from rag_plugin.stores.qdrant import QdrantEmbeddingCache, QdrantStore
 from tenants.models import Tenant
 
 
@@ -32,6 +32,10 @@ def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         runtime.qdrant.cache_clear()
         for schema in [s for s, store in runtime._stores.items() if isinstance(store, QdrantStore)]:
             del runtime._stores[schema]
+        for schema in [
+            s for s, cache in runtime._caches.items() if isinstance(cache, QdrantEmbeddingCache)
+        ]:
+            del runtime._caches[schema]
 
     yield apply
     forget()
@@ -85,6 +89,23 @@ def test_each_tenant_is_a_namespace_of_one_qdrant_client(configure: Any) -> None
     assert globex.list_collections() == []
     runtime.drop_tenant_data("acme_settings_test")
     assert runtime.store_for("acme_settings_test").list_collections() == []
+
+
+def test_with_qdrant_the_embedding_cache_is_kept_in_the_tenants_namespace(
+    configure: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(settings, "RAG", {**settings.RAG, "EMBEDDER": "fake"})
+    configure("qdrant", PATH=":memory:")
+    runtime.embedder_for("acme_settings_test").embed(["walrus tusks"])
+    again = runtime.embedder_for("acme_settings_test")
+    again.embed(["walrus tusks"])
+    other = runtime.embedder_for("globex_test")
+    other.embed(["walrus tusks"])
+    assert (again.stats.cache_hits, other.stats.cache_hits) == (1, 0)
+    assert isinstance(runtime._caches["acme_settings_test"], QdrantEmbeddingCache)
+    runtime.drop_tenant_data("acme_settings_test")
+    assert len(runtime.qdrant().for_namespace("acme_settings_test").embedding_cache()) == 0
+    assert len(runtime.qdrant().for_namespace("globex_test").embedding_cache()) == 1
 
 
 @pytest.mark.django_db
