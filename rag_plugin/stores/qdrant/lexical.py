@@ -17,6 +17,9 @@ Every score is the memory store's, exactly: Qdrant finds the candidates, Python 
   them come from the ``words`` keyword payload, and are scored from it as ``FuzzyIndex`` does.
 - **Correction** does the same over the analyzer terms, with df counted from the chunks.
 
+Those lookups and counts go through :mod:`.lexicon`: Qdrant's keyword indexes on a server,
+an in-process mirror of the same points in local mode.
+
 Sparse indices are 32-bit hashes of terms; two terms of one collection sharing a hash only
 make both candidates (rescoring reads the real terms).
 """

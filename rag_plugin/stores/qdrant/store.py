@@ -6,7 +6,8 @@ or ``path=folder``), for tests and single-process use. All its state is in Qdran
 number of app processes share one server. Where each thing lives: :mod:`.layout`; how the
 lexical legs score exactly from Qdrant's candidates: :mod:`.lexical`; how a write stays
 repairable without transactions: :mod:`.writes`; the connection and shared lookups:
-:mod:`.space`.
+:mod:`.space`; where the lexical legs look words up (Qdrant, or a mirror in local mode):
+:mod:`.lexicon`; the embedding cache: :mod:`.cache`.
 
 Metadata filters become Qdrant conditions inside every leg's query, before ranking, with the
 memory store's rules exactly (:mod:`.filters`); the few forms Qdrant cannot express exactly are
