@@ -8,9 +8,10 @@ memory store and into the store under test through the same ingest (the API's ch
 bundled model's cached vectors), and every judged query runs through each leg of both with
 ``n`` 10 and 50. Per leg it prints: the share of queries whose ranked ids are identical, the
 mean overlap of the two top-``n`` sets, and the largest score difference of a chunk both
-returned. The memory store is exact, so any difference is the other store's approximation
-(the Qdrant store's BM25 candidates above ``max(4n, n+200)`` chunks holding a query term, its
-HNSW in server mode) or a bug.
+returned; then how many queries typo correction treats identically. The memory store is
+exact, so any difference is the other store's approximation (the Qdrant store's BM25
+candidates above ``max(4n, n+200)`` chunks holding a query term, its HNSW in server mode) or
+a bug.
 """
 
 from __future__ import annotations
@@ -85,6 +86,26 @@ def compare(
     )
 
 
+def compare_corrections(
+    queries: list[str], reference: tuple[Store, CollectionInfo], other: tuple[Store, CollectionInfo]
+) -> str:
+    """One line: the share of queries both stores correct identically, and their times."""
+    same = 0
+    spent = [0.0, 0.0]
+    for query in queries:
+        answers = []
+        for side, (store, info) in enumerate((reference, other)):
+            begun = time.perf_counter()
+            answers.append(store.correct_query(info, query))
+            spent[side] += time.perf_counter() - begun
+        same += answers[0] == answers[1]
+    count = len(queries)
+    return (
+        f"typo correction: identical for {same / count:.3f} of the queries; ms/query "
+        f"{1000 * spent[0] / count:.1f} memory, {1000 * spent[1] / count:.1f} store"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/eval/scifact")
@@ -123,6 +144,7 @@ def main() -> None:
     for leg in LEGS:
         for n in (10, 50):
             print(compare(leg, n, queries, vectors, (reference, expected), (other, collection)))
+    print(compare_corrections(queries, (reference, expected), (other, collection)))
 
 
 if __name__ == "__main__":

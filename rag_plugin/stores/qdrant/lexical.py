@@ -41,6 +41,7 @@ __all__ = [
     "bm25_candidates",
     "bm25_score",
     "close_entries",
+    "entry_lookups",
     "fuzzy_scores",
     "query_sparse",
     "scroll_all",
@@ -98,6 +99,14 @@ def bm25_score(
         if count:
             score += bm25_term_score(count, length, average, idf[token], DEFAULT_K1, DEFAULT_B)
     return score
+
+
+def entry_lookups(kind: str, entry: str) -> dict[str, list[str]]:
+    """What a vocabulary entry is found under: its deletion keys, and a word's prefixes."""
+    found = {"keys": sorted(entry_keys(entry))}
+    if kind == "word":
+        found["prefixes"] = [entry[:end] for end in range(1, len(entry) + 1)]
+    return found
 
 
 def close_entries(
@@ -158,12 +167,14 @@ def similarities_of(query_word: str, close: list[tuple[str, int]]) -> dict[str, 
     return found
 
 
-def scroll_all(scroll: Callable[..., tuple[list[Any], Any]], **arguments: Any) -> list[Any]:
+def scroll_all(
+    scroll: Callable[..., tuple[list[Any], Any]], *, page_size: int = 1000, **arguments: Any
+) -> list[Any]:
     """Every point a Qdrant scroll with ``arguments`` gives, page by page."""
     points: list[Any] = []
     offset = None
     while True:
-        page, offset = scroll(limit=1000, offset=offset, **arguments)
+        page, offset = scroll(limit=page_size, offset=offset, **arguments)
         points.extend(page)
         if offset is None:
             return points

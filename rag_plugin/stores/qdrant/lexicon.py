@@ -19,14 +19,13 @@ since other processes write to it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from qdrant_client import QdrantClient, models
 
 from rag_plugin.stores.qdrant.layout import Layout, match
-from rag_plugin.stores.qdrant.lexical import scroll_all
+from rag_plugin.stores.qdrant.lexical import entry_lookups, scroll_all
 
 __all__ = ["Holder", "MirroredLexicon", "QdrantLexicon"]
 
@@ -37,6 +36,11 @@ class Holder(NamedTuple):
     point: str
     chunk_id: str
     words: list[str]
+
+
+# Local mode sorts and filters every point of the Qdrant collection for each page of a scroll,
+# so the mirror reads in pages this large (it exists in local mode only).
+_MIRROR_PAGE = 100_000
 
 
 def _live(key: str) -> models.Filter:
@@ -178,13 +182,17 @@ class MirroredLexicon(QdrantLexicon):
                 self._client.scroll,
                 collection_name=self._layout.vocabulary,
                 scroll_filter=models.Filter(must=[match("collection", key)]),
-                with_payload=["kind", "entry", "keys", "prefixes"],
+                # The keys follow from the entry: reading them back would copy them all.
+                with_payload=["kind", "entry"],
+                page_size=_MIRROR_PAGE,
             )
             for point in points:
                 payload = point.payload or {}
                 kind, entry = str(payload["kind"]), str(payload["entry"])
-                for field_name in ("keys", "prefixes"):
-                    _add_all(vocabulary.under[(kind, field_name)], payload.get(field_name), entry)
+                for field_name, keys in entry_lookups(kind, entry).items():
+                    under = vocabulary.under[(kind, field_name)]
+                    for one in keys:
+                        under[one].append(entry)
             self._vocabularies[key] = vocabulary
         return self._vocabularies[key]
 
@@ -197,6 +205,7 @@ class MirroredLexicon(QdrantLexicon):
                     collection_name=chunks,
                     scroll_filter=_live(key),
                     with_payload=["chunk_id", "terms", "words"],
+                    page_size=_MIRROR_PAGE,
                 )
                 postings.count = len(points)
                 for point in points:
@@ -208,8 +217,3 @@ class MirroredLexicon(QdrantLexicon):
                             holding[entry].add(str(point.id))
             self._postings[key] = postings
         return self._postings[key]
-
-
-def _add_all(under: dict[str, list[str]], keys: Iterable[str] | None, entry: str) -> None:
-    for one in keys or ():
-        under[one].append(entry)

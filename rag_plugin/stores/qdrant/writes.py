@@ -34,7 +34,6 @@ from typing import Any
 
 from qdrant_client import models
 
-from rag_plugin.lexical.near_keys import entry_keys
 from rag_plugin.stores.base import (
     CollectionInfo,
     DocumentRecord,
@@ -51,6 +50,7 @@ from rag_plugin.stores.qdrant.layout import (
     vocabulary_point_id,
 )
 from rag_plugin.stores.qdrant.lexical import (
+    entry_lookups,
     scroll_all,
     sparse_vector,
 )
@@ -239,12 +239,6 @@ class QdrantWrites(QdrantSpace):
 
 
 def entry_point(key: str, kind: str, entry: str) -> models.PointStruct:
-    payload: dict[str, Any] = {
-        "collection": key,
-        "kind": kind,
-        "entry": entry,
-        "keys": sorted(entry_keys(entry)),
-    }
-    if kind == "word":
-        payload["prefixes"] = [entry[:end] for end in range(1, len(entry) + 1)]
+    payload: dict[str, Any] = {"collection": key, "kind": kind, "entry": entry}
+    payload.update(entry_lookups(kind, entry))
     return models.PointStruct(id=vocabulary_point_id(key, kind, entry), vector={}, payload=payload)
