@@ -39,6 +39,7 @@ __all__ = [
     "chunk_point_id",
     "collection_point_id",
     "document_point_id",
+    "live_chunks",
     "match",
     "vocabulary_point_id",
 ]
@@ -83,6 +84,11 @@ def vocabulary_point_id(collection: str, kind: str, entry: str) -> str:
 def match(key: str, value: Any) -> models.FieldCondition:
     """``key`` equals ``value`` (for a list payload: holds it)."""
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+
+def live_chunks(key: str) -> models.Filter:
+    """The chunk points of collection ``key`` that a write has made live (what legs see)."""
+    return models.Filter(must=[match("collection", key), match("live", True)])
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from rag_plugin.stores.base import (
     check_leg_size,
 )
 from rag_plugin.stores.qdrant.filters import NOTHING, to_qdrant
-from rag_plugin.stores.qdrant.layout import DENSE, SPARSE, match
+from rag_plugin.stores.qdrant.layout import DENSE, SPARSE, live_chunks
 from rag_plugin.stores.qdrant.lexical import (
     bm25_candidates,
     bm25_score,
@@ -195,7 +195,7 @@ class QdrantLegs(QdrantSpace):
     def _scope(self, info: CollectionInfo, key: str, filters: Filters | None) -> models.Filter:
         """The filter every leg's query carries: the collection's live chunks and, with
         ``filters``, those that match them (:mod:`.filters`)."""
-        live = models.Filter(must=[match("collection", key), match("live", True)])
+        live = live_chunks(key)
         expression = as_expression(filters)
         if expression is None:
             return live

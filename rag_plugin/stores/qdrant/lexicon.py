@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from qdrant_client import QdrantClient, models
 
-from rag_plugin.stores.qdrant.layout import Layout, match
+from rag_plugin.stores.qdrant.layout import Layout, live_chunks, match
 from rag_plugin.stores.qdrant.lexical import entry_lookups, scroll_all
 
 __all__ = ["Holder", "MirroredLexicon", "QdrantLexicon"]
@@ -41,10 +41,6 @@ class Holder(NamedTuple):
 # Local mode sorts and filters every point of the Qdrant collection for each page of a scroll,
 # so the mirror reads in pages this large (it exists in local mode only).
 _MIRROR_PAGE = 100_000
-
-
-def _live(key: str) -> models.Filter:
-    return models.Filter(must=[match("collection", key), match("live", True)])
 
 
 class QdrantLexicon:
@@ -73,12 +69,12 @@ class QdrantLexicon:
 
     def live_count(self, chunks: str, key: str) -> int:
         """How many live chunks the collection has (BM25's N)."""
-        return self._count(chunks, _live(key))
+        return self._count(chunks, live_chunks(key))
 
     def holders(self, chunks: str, key: str, field: str, entry: str) -> int:
         """How many live chunks hold ``entry`` in ``field`` (``terms``: BM25's df;
         ``words``)."""
-        return self._count(chunks, models.Filter(must=[_live(key), match(field, entry)]))
+        return self._count(chunks, models.Filter(must=[live_chunks(key), match(field, entry)]))
 
     def word_holders(
         self, chunks: str, key: str, words: list[str], scope: models.Filter | None
@@ -90,7 +86,9 @@ class QdrantLexicon:
         points = scroll_all(
             self._client.scroll,
             collection_name=chunks,
-            scroll_filter=models.Filter(must=[holding, _live(key) if scope is None else scope]),
+            scroll_filter=models.Filter(
+                must=[holding, live_chunks(key) if scope is None else scope]
+            ),
             with_payload=["chunk_id", "words"],
         )
         return [
@@ -203,7 +201,7 @@ class MirroredLexicon(QdrantLexicon):
                 points = scroll_all(
                     self._client.scroll,
                     collection_name=chunks,
-                    scroll_filter=_live(key),
+                    scroll_filter=live_chunks(key),
                     with_payload=["chunk_id", "terms", "words"],
                     page_size=_MIRROR_PAGE,
                 )

@@ -36,6 +36,7 @@ from rag_plugin.stores.qdrant.layout import (
     Layout,
     collection_point_id,
     document_point_id,
+    live_chunks,
     match,
 )
 from rag_plugin.stores.qdrant.lexicon import MirroredLexicon, QdrantLexicon
@@ -250,7 +251,7 @@ class QdrantSpace:
         info = collection_info(payload)
         key = collection_point_id(self._namespace, info.owner, info.name)
         chunks = self._chunk_collection(info)
-        live = models.Filter(must=[match("collection", key), match("live", True)])
+        live = live_chunks(key)
         return replace(
             info,
             document_count=self._count(self._layout.documents, committed(key)),

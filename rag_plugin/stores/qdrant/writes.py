@@ -46,6 +46,7 @@ from rag_plugin.stores.qdrant.layout import (
     SPARSE,
     chunk_point_id,
     document_point_id,
+    live_chunks,
     match,
     vocabulary_point_id,
 )
@@ -223,7 +224,7 @@ class QdrantWrites(QdrantSpace):
         if not gone:
             return 0, 0
         self._client.delete(chunks, points_selector=models.FilterSelector(filter=stale))
-        live = models.Filter(must=[match("collection", key), match("live", True)])
+        live = live_chunks(key)
         unheld: list[models.ExtendedPointId] = []
         for kind, field in (("word", "words"), ("term", "terms")):
             entries = {entry for point in gone for entry in payload_of(point)[field]}
