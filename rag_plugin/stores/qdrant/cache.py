@@ -76,10 +76,17 @@ class QdrantEmbeddingCache:
                 client.upsert(self._name, points=points[start : start + 256])
 
     def __len__(self) -> int:
-        mine = models.Filter(must=[match("namespace", self._namespace)])
         with self._using() as client:
-            counted = client.count(self._name, count_filter=mine, exact=True)
+            counted = client.count(self._name, count_filter=self._mine(), exact=True)
         return int(counted.count)
+
+    def clear(self) -> None:
+        """Forget every vector cached in this namespace."""
+        with self._using() as client:
+            client.delete(self._name, points_selector=models.FilterSelector(filter=self._mine()))
+
+    def _mine(self) -> models.Filter:
+        return models.Filter(must=[match("namespace", self._namespace)])
 
     def _point_id(self, model: str, digest: str) -> str:
         return str(uuid.uuid5(_CACHE, json.dumps([self._namespace, model, digest])))

@@ -104,10 +104,7 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
         for point in points:
             info = collection_info(payload_of(point))
             self.delete_collection(info.name, owner=info.owner)
-        cache = self._layout.embeddings
-        with self._plain(cache) as client:
-            mine = models.Filter(must=[match("namespace", self._namespace)])
-            client.delete(cache, points_selector=models.FilterSelector(filter=mine))
+        self.embedding_cache().clear()
         return len(points)
 
     # -- collections -------------------------------------------------------------------

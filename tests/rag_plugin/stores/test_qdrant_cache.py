@@ -88,3 +88,13 @@ def test_deleting_a_namespace_deletes_its_cache_only(store: QdrantStore) -> None
 
     assert acme.embedding_cache().get_many("m", ["h"]) == {}
     assert globex.embedding_cache().get_many("m", ["h"]) == {"h": [2.0]}
+
+
+def test_clear_forgets_the_namespaces_vectors_only(store: QdrantStore) -> None:
+    acme, globex = store.for_namespace("acme"), store.for_namespace("globex")
+    acme.embedding_cache().put_many("m", {"h": [1.0]})
+    globex.embedding_cache().put_many("m", {"h": [2.0]})
+
+    acme.embedding_cache().clear()
+
+    assert (len(acme.embedding_cache()), len(globex.embedding_cache())) == (0, 1)
