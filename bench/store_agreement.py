@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import time
 from collections.abc import Callable
+from typing import Any
 
 from bench.beir import load_beir
 from bench.quality import make_embedder, open_store
@@ -53,6 +54,27 @@ def fill(
     return store.get_collection("agreement")
 
 
+def ask_both(
+    queries: list[str],
+    reference: tuple[Store, CollectionInfo],
+    other: tuple[Store, CollectionInfo],
+    ask: Callable[[Store, CollectionInfo, str], Any],
+) -> tuple[list[tuple[Any, Any]], tuple[float, float]]:
+    """``ask`` each query of the reference and the other store: the answer pairs, and each
+    side's mean milliseconds per query."""
+    pairs = []
+    spent = [0.0, 0.0]
+    for query in queries:
+        answers = []
+        for side, (store, info) in enumerate((reference, other)):
+            begun = time.perf_counter()
+            answers.append(ask(store, info, query))
+            spent[side] += time.perf_counter() - begun
+        pairs.append((answers[0], answers[1]))
+    count = len(queries)
+    return pairs, (1000 * spent[0] / count, 1000 * spent[1] / count)
+
+
 def compare(
     leg: str,
     n: int,
@@ -62,16 +84,14 @@ def compare(
     other: tuple[Store, CollectionInfo],
 ) -> str:
     """One table row: ``leg`` at depth ``n`` in both stores over every query."""
+
+    def ask(store: Store, info: CollectionInfo, query: str) -> list[ScoredChunk]:
+        call: Callable[..., list[ScoredChunk]] = getattr(store, leg)
+        return call(info, vectors[query] if leg == "dense" else query, n)
+
+    pairs, (memory_ms, store_ms) = ask_both(queries, reference, other, ask)
     identical, overlap, worst = 0, 0.0, 0.0
-    spent = [0.0, 0.0]
-    for query in queries:
-        answers = []
-        for side, (store, info) in enumerate((reference, other)):
-            call: Callable[..., list[ScoredChunk]] = getattr(store, leg)
-            begun = time.perf_counter()
-            answers.append(call(info, vectors[query] if leg == "dense" else query, n))
-            spent[side] += time.perf_counter() - begun
-        want, got = answers
+    for want, got in pairs:
         want_ids, got_ids = [h.chunk.id for h in want], [h.chunk.id for h in got]
         identical += want_ids == got_ids
         overlap += len(set(want_ids) & set(got_ids)) / max(len(want_ids), 1)
@@ -82,7 +102,7 @@ def compare(
     count = len(queries)
     return (
         f"| {leg} | {n} | {identical / count:.3f} | {overlap / count:.4f} | {worst:.2e} "
-        f"| {1000 * spent[0] / count:.1f} | {1000 * spent[1] / count:.1f} |"
+        f"| {memory_ms:.1f} | {store_ms:.1f} |"
     )
 
 
@@ -90,19 +110,13 @@ def compare_corrections(
     queries: list[str], reference: tuple[Store, CollectionInfo], other: tuple[Store, CollectionInfo]
 ) -> str:
     """One line: the share of queries both stores correct identically, and their times."""
-    same = 0
-    spent = [0.0, 0.0]
-    for query in queries:
-        answers = []
-        for side, (store, info) in enumerate((reference, other)):
-            begun = time.perf_counter()
-            answers.append(store.correct_query(info, query))
-            spent[side] += time.perf_counter() - begun
-        same += answers[0] == answers[1]
-    count = len(queries)
+    pairs, (memory_ms, store_ms) = ask_both(
+        queries, reference, other, lambda store, info, query: store.correct_query(info, query)
+    )
+    same = sum(want == got for want, got in pairs)
     return (
-        f"typo correction: identical for {same / count:.3f} of the queries; ms/query "
-        f"{1000 * spent[0] / count:.1f} memory, {1000 * spent[1] / count:.1f} store"
+        f"typo correction: identical for {same / len(queries):.3f} of the queries; ms/query "
+        f"{memory_ms:.1f} memory, {store_ms:.1f} store"
     )
 
 
