@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_plugin.embedding.cache import EmbeddingCache
@@ -91,6 +91,20 @@ class Embedder(ABC):
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         """Return one raw vector per text, in order; texts are distinct and normalised."""
 
+    def _embed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        """Return one raw vector per query text (same rules as :meth:`_embed_batch`).
+
+        The same as a document by default. A model trained with a query instruction (e5's
+        ``query:`` against ``passage:``) overrides this and :attr:`query_model_key`.
+        """
+        return self._embed_batch(texts)
+
+    @property
+    def query_model_key(self) -> str:
+        """What query vectors are cached under: :attr:`model_name`, unless the model embeds a
+        query differently from the same text as a document."""
+        return self.model_name
+
     @property
     def stats(self) -> EmbedderStats:
         """A snapshot of the counters, safe to read while other threads embed."""
@@ -103,7 +117,15 @@ class Embedder(ABC):
             raise InvalidInputError(
                 "embed() takes a sequence of texts, not one string; use embed_query() for one."
             )
-        items = list(texts)
+        return self._embed_texts(list(texts), query=False)
+
+    def embed_query(self, text: str) -> list[float]:
+        """Return the unit-length vector of one query text."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"The query is a {type(text).__name__}, not a str.")
+        return self._embed_texts([text], query=True)[0]
+
+    def _embed_texts(self, items: list[str], *, query: bool) -> list[list[float]]:
         for index, text in enumerate(items):
             if not isinstance(text, str):
                 raise InvalidInputError(
@@ -118,7 +140,8 @@ class Embedder(ABC):
             return []
 
         plan = DedupPlan.plan(items)
-        model = self.model_name
+        model = self.query_model_key if query else self.model_name
+        hook = self._embed_query_batch if query else self._embed_batch
         unique: list[list[float] | None] = self._cached_vectors(model, plan.hashes)
         hits = sum(vector is not None for vector in unique)
         missing = [slot for slot, vector in enumerate(unique) if vector is None]
@@ -127,7 +150,7 @@ class Embedder(ABC):
         for positions in length_batches(lengths, self.batch_size):
             slots = [missing[position] for position in positions]
             batch = [normalize_for_dedup(items[plan.unique_indices[slot]]) for slot in slots]
-            fresh = self._embed_checked(model, batch)
+            fresh = self._embed_checked(model, hook, batch)
             batches += 1
             for slot, vector in zip(slots, fresh, strict=True):
                 unique[slot] = vector
@@ -146,12 +169,6 @@ class Embedder(ABC):
         vectors = [vector for vector in unique if vector is not None]
         # Copies, so a caller editing one duplicate's vector does not change the other's.
         return [list(vector) for vector in plan.fan_out(vectors)]
-
-    def embed_query(self, text: str) -> list[float]:
-        """Return the unit-length vector of one query text."""
-        if not isinstance(text, str):
-            raise InvalidInputError(f"The query is a {type(text).__name__}, not a str.")
-        return self.embed([text])[0]
 
     def _cached_vectors(self, model: str, hashes: Sequence[str]) -> list[list[float] | None]:
         if self.cache is None:
@@ -173,9 +190,11 @@ class Embedder(ABC):
             return False
         return True
 
-    def _embed_checked(self, model: str, batch: list[str]) -> list[list[float]]:
+    def _embed_checked(
+        self, model: str, hook: Callable[[list[str]], list[list[float]]], batch: list[str]
+    ) -> list[list[float]]:
         try:
-            raw = self._embed_batch(batch)
+            raw = hook(batch)
         except RagError:
             raise
         except Exception as exc:

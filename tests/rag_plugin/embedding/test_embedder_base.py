@@ -257,6 +257,48 @@ def test_embed_query_returns_one_vector_and_counts_a_call() -> None:
     )
 
 
+class InstructedEmbedder(ScriptedEmbedder):
+    """Embeds a query unlike the same text as a document, as e5 does ("query:"/"passage:")."""
+
+    def __init__(self, *, cache: InMemoryEmbeddingCache | None = None) -> None:
+        super().__init__(lambda text: [1.0, 0.0], cache=cache)
+        self.queries: list[list[str]] = []
+
+    @property
+    def query_model_key(self) -> str:
+        return "scripted#query"
+
+    def _embed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        self.queries.append(list(texts))
+        return [[0.0, 1.0] for _ in texts]
+
+
+def test_a_symmetric_model_serves_a_query_from_the_documents_cache() -> None:
+    cache = InMemoryEmbeddingCache()
+    embedder = ScriptedEmbedder(lambda text: [1.0, 0.0], cache=cache)
+    embedder.embed(["what is rag?"])
+
+    assert embedder.embed_query("what is rag?") == [1.0, 0.0]
+    assert embedder.seen == [["what is rag?"]]
+    assert embedder.stats.cache_hits == 1
+
+
+def test_an_instructed_model_embeds_and_caches_queries_apart_from_documents() -> None:
+    cache = InMemoryEmbeddingCache()
+    embedder = InstructedEmbedder(cache=cache)
+    document = embedder.embed(["what is rag?"])[0]
+
+    query = embedder.embed_query(" what is rag?\n")
+    again = InstructedEmbedder(cache=cache).embed_query("what is rag?")
+
+    assert (document, query, again) == ([1.0, 0.0], [0.0, 1.0], [0.0, 1.0])
+    assert embedder.seen == [["what is rag?"]]
+    assert embedder.queries == [["what is rag?"]]
+    digest = content_hash_hex("what is rag?")
+    assert cache.get_many("scripted#query", [digest]) == {digest: [0.0, 1.0]}
+    assert cache.get_many("scripted", [digest]) == {digest: [1.0, 0.0]}
+
+
 def test_embed_query_rejects_blank_query() -> None:
     with pytest.raises(InvalidInputError, match="index 0 is empty"):
         FakeEmbedder().embed_query("  ")
