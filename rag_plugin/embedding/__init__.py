@@ -7,6 +7,7 @@ from rag_plugin.embedding.cache import (
     SqliteEmbeddingCache,
 )
 from rag_plugin.embedding.dedup import DedupPlan, content_hash_hex, normalize_for_dedup
+from rag_plugin.embedding.e5_backend import E5_MODEL, E5Embedder
 from rag_plugin.embedding.fastembed_backend import (
     DEFAULT_MODEL,
     FastEmbedEmbedder,
@@ -21,7 +22,9 @@ __all__ = [
     "BUNDLED_MODEL_DIMENSIONS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_MODEL",
+    "E5_MODEL",
     "DedupPlan",
+    "E5Embedder",
     "Embedder",
     "EmbedderStats",
     "EmbeddingCache",
