@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Iterator
@@ -16,7 +17,15 @@ from psycopg_pool import ConnectionPool
 
 from rag_plugin.exceptions import InvalidInputError, RagError, StoreError
 
-__all__ = ["ConnectionSource", "Database", "Statement", "validate_schema_name"]
+__all__ = [
+    "ConnectionSource",
+    "Database",
+    "Statement",
+    "check_pooled_connection",
+    "validate_schema_name",
+]
+
+logger = logging.getLogger(__name__)
 
 ConnectionSource: TypeAlias = "str | ConnectionPool[Any] | psycopg.Connection[Any]"
 """A DSN (the store opens and owns a pool), a ``ConnectionPool`` or one ``Connection``."""
@@ -38,6 +47,22 @@ def validate_schema_name(name: str) -> str:
     return name
 
 
+def check_pooled_connection(pool: ConnectionPool[Any], conn: psycopg.Connection[Any]) -> None:
+    """A pool's ``check``: one empty round trip as ``conn`` leaves ``pool``; if it fails, every
+    idle connection of the pool is replaced (drained) and the error raised, so that the pool
+    hands out a new connection instead.
+
+    A server that restarted has ended every connection the pool kept. psycopg_pool's own
+    check would find them dead one at a time, waiting 1, 2, 4 s... between them, long enough
+    for the request that waits to time out.
+    """
+    try:
+        ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        pool.drain()
+        raise
+
+
 Statement: TypeAlias = "tuple[QueryNoTemplate, Params | None]"
 """A query and its parameters, for :meth:`Database.run`."""
 
@@ -50,6 +75,10 @@ def _end_failed_transaction(conn: psycopg.Connection[Any]) -> None:
     # rollback may also meet, is dropped by the pool.
     with suppress(psycopg.Error):
         conn.rollback()
+
+
+class _ConnectionLost(Exception):
+    """A pooled connection broke under a statement; another connection may do."""
 
 
 def _rows(cursor: psycopg.Cursor[Any]) -> list[Any]:
@@ -87,6 +116,7 @@ class Database:
                 max_size=max_size,
                 kwargs={"autocommit": True},
                 configure=self._configure,
+                check=self._check,
                 open=True,
                 name=f"rag_plugin:{schema}",
             )
@@ -109,6 +139,12 @@ class Database:
     def table(self, name: str) -> sql.Identifier:
         """The schema-qualified identifier of one of the store's tables."""
         return sql.Identifier(self.schema, name)
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        # A connection the server dropped while it sat idle (a restart) is replaced, not
+        # handed out.
+        if self._pool is not None:
+            check_pooled_connection(self._pool, conn)
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         # A pool we own serves only this schema, so the path is set once per connection.
@@ -149,7 +185,9 @@ class Database:
         """Run statements in one round trip as one implicit transaction; return their rows.
 
         For reads, which see what a BEGIN … COMMIT around them would (READ COMMITTED), and
-        for single-statement writes. All statements are sent before the first runs, so use
+        for single-statement writes that are safe to repeat (an upsert): when the connection
+        is lost under them (the server restarted, say), they run once more on a new connection
+        of the pool. All statements are sent before the first runs, so use
         :meth:`transaction` for a write of several statements that must not commit if the
         client dies half-way. ``durable=False`` lets the commit return before its WAL is
         flushed (``synchronous_commit`` off: a server crash may lose it, never half of it),
@@ -157,7 +195,27 @@ class Database:
         own setting.
         """
         try:
-            with self._connect() as conn:
+            try:
+                return self._run_once(statements, durable, again=True)
+            except _ConnectionLost as lost:
+                logger.warning("connection lost in schema %r, running again: %s", self.schema, lost)
+                if self._pool is not None:
+                    # A server that dropped one connection (a restart) dropped every one the
+                    # pool keeps: replace them all, so that the second run gets a new one.
+                    self._pool.drain()
+            return self._run_once(statements, durable, again=False)
+        except RagError:
+            raise
+        except psycopg.Error as exc:
+            raise StoreError(f"database error in schema {self.schema!r}: {exc}") from exc
+
+    def _run_once(
+        self, statements: tuple[Statement, ...], durable: bool, *, again: bool
+    ) -> list[list[Any]]:
+        """:meth:`run` on one connection; ``again``: a lost pooled connection raises
+        :class:`_ConnectionLost`, for the caller to run the statements again."""
+        with self._connect() as conn:
+            try:
                 if not self._can_pipeline(conn):
                     with self._plain(conn):
                         return [_rows(conn.execute(query, params)) for query, params in statements]
@@ -174,10 +232,11 @@ class Database:
                     return [_rows(cursor) for cursor in cursors]
                 finally:
                     _end_failed_transaction(conn)
-        except RagError:
-            raise
-        except psycopg.Error as exc:
-            raise StoreError(f"database error in schema {self.schema!r}: {exc}") from exc
+            except psycopg.OperationalError as exc:
+                # Only a pool has another connection to give; a lent one is all there is.
+                if again and self._pool is not None and conn.broken:
+                    raise _ConnectionLost(str(exc)) from exc
+                raise
 
     def _can_pipeline(self, conn: psycopg.Connection[Any]) -> bool:
         # BEGIN/COMMIT are sent by hand, which is only right on an autocommit connection
