@@ -230,6 +230,9 @@ RAG_API = {
     "MAX_BATCH_CONTENT_BYTES": int(
         os.environ.get("RAG_MAX_BATCH_CONTENT_BYTES", str(2 * 1024 * 1024))
     ),
+    # The Retry-After of a 503 DATABASE_UNAVAILABLE (portal/api/errors.py): about how long a
+    # crash-restarted PostgreSQL takes to accept connections again.
+    "DATABASE_RETRY_AFTER_S": int(os.environ.get("RAG_DATABASE_RETRY_AFTER_S", "5")),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = RAG_API["MAX_BODY_BYTES"]
 

@@ -9,3 +9,6 @@ urlpatterns = [
     path("admin/", platform_admin_site.urls),
     path("health", health, name="health"),
 ]
+
+# Every error no view answered is JSON too (503 DATABASE_UNAVAILABLE or the API's 500).
+handler500 = "portal.views.server_error"

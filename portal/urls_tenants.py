@@ -12,3 +12,6 @@ urlpatterns = [
     path("api/", include("portal.api.urls")),
     path("health", health, name="health"),
 ]
+
+# Every error no view answered is JSON too (503 DATABASE_UNAVAILABLE or the API's 500).
+handler500 = "portal.views.server_error"

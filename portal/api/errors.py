@@ -8,6 +8,11 @@ SQL, an upstream one repeats what the service said. Its full text is logged with
 request's id (:class:`portal.middleware.RequestIdMiddleware`), and the client gets the code,
 a fixed message for its status and the same ``request_id`` to quote — whatever ``DEBUG`` is.
 Exceptions no table knows become the same 500 instead of Django's HTML error page.
+
+A database that cannot be reached (down, restarting, refusing or dropping connections, or a
+connection pool with none to give) is not a fault of the request: it answers 503
+``DATABASE_UNAVAILABLE`` with a ``Retry-After`` header, from here and from Django's
+``handler500`` (:func:`portal.views.server_error`) alike, so a client knows to try again.
 """
 
 from __future__ import annotations
@@ -16,9 +21,13 @@ import logging
 import uuid
 from typing import Any
 
+import psycopg
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError as DjangoInterfaceError
 from django.http import Http404, JsonResponse
+from psycopg_pool import PoolTimeout
 from rest_framework import exceptions as drf
 from rest_framework import status
 from rest_framework.response import Response
@@ -91,6 +100,54 @@ _SERVER_MESSAGES = {
 }
 
 
+# SQLSTATE classes and codes that say the server cannot serve, not that a statement failed:
+# connection exceptions (08), insufficient resources such as too many connections (53),
+# and a server that is shutting down, crashed or still starting (57P01-57P04).
+_UNAVAILABLE_SQLSTATES = ("08", "53", "57P")
+
+DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+_UNAVAILABLE_MESSAGE = "The database is unavailable; try again later."
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it was raised from, says the database cannot be reached.
+
+    That is a lost or refused connection (psycopg's ``OperationalError`` with no SQLSTATE or
+    one of ``_UNAVAILABLE_SQLSTATES``, Django's wrapper of it, or its ``InterfaceError`` for a
+    closed connection) or a pool that found no connection in time. A deadlock, a cancelled
+    statement or bad SQL is the statement's own failure and stays a 500.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, PoolTimeout | DjangoInterfaceError):
+            return True
+        if isinstance(current, psycopg.OperationalError):
+            state = current.sqlstate
+            return state is None or state.startswith(_UNAVAILABLE_SQLSTATES)
+        current = current.__cause__
+    return False
+
+
+def retry_after_seconds() -> int:
+    """The ``Retry-After`` of a 503 ``DATABASE_UNAVAILABLE``."""
+    return int(settings.RAG_API["DATABASE_RETRY_AFTER_S"])
+
+
+def database_unavailable_body(exc: BaseException, request_id: str, where: str) -> dict[str, str]:
+    """Log one line (no traceback: an outage repeats it for every request) under
+    ``request_id``; the body of the 503 that says the database is unavailable."""
+    logger.warning(
+        "database unavailable on %s: %s: %s",
+        where,
+        type(exc).__name__,
+        exc,
+        extra={"event": "api.database_unavailable", "request_id": request_id},
+    )
+    return {**error_body(_UNAVAILABLE_MESSAGE, DATABASE_UNAVAILABLE), "request_id": request_id}
+
+
 def error_body(message: str, code: str) -> dict[str, str]:
     return {"error": message, "code": code}
 
@@ -151,6 +208,10 @@ def _first_message(detail: Any, path: str = "") -> str:
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Render every API error as ``{"error", "code"}`` with the contract's status."""
+    if database_unavailable(exc):
+        where = type(context.get("view")).__name__
+        body = database_unavailable_body(exc, request_id_of(context), where)
+        return Response(body, status=503, headers={"Retry-After": str(retry_after_seconds())})
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
     if isinstance(exc, Http404):
@@ -180,3 +241,19 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 def json_error(message: str, code: str, status_code: int) -> JsonResponse:
     """The same body for errors raised outside DRF (middleware, Django's handlers)."""
     return JsonResponse(error_body(message, code), status=status_code)
+
+
+def json_server_error(exc: BaseException | None, request_id: str, where: str) -> JsonResponse:
+    """What Django's ``handler500`` answers for ``exc`` outside DRF: 503
+    ``DATABASE_UNAVAILABLE`` with ``Retry-After``, else the 500 body of the API."""
+    if exc is not None and database_unavailable(exc):
+        return JsonResponse(
+            database_unavailable_body(exc, request_id, where),
+            status=503,
+            headers={"Retry-After": str(retry_after_seconds())},
+        )
+    if exc is None:
+        exc = RuntimeError("handler500 was called with no exception in flight")
+    return JsonResponse(
+        server_error_body(exc, 500, "INTERNAL_ERROR", request_id, where), status=500
+    )

@@ -17,6 +17,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import psycopg
 from django.conf import settings
 from django.db import connection
 from llama_index.core.llms import LLM
@@ -28,6 +29,7 @@ from rag_plugin.embedding.cache import EmbeddingCache
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.base import Store
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
+from rag_plugin.stores.postgres.connection import check_pooled_connection
 
 if TYPE_CHECKING:
     from rag_plugin.stores.qdrant import QdrantStore
@@ -63,18 +65,43 @@ def _conninfo() -> str:
     return make_conninfo(**{k: v for k, v in params.items() if v is not None})
 
 
+# How long a request waits for a pooled connection before PoolTimeout (503
+# DATABASE_UNAVAILABLE): a busy pool frees one in milliseconds, a database that is down
+# does not, and the client had better hear so than hang.
+POOL_TIMEOUT_S = 10.0
+# How long one background attempt to replace a lost connection keeps trying (its waits
+# double from 1 s); when it gives up, the next request that needs a connection starts a new
+# one at once. psycopg_pool's default (5 min) lets the waits grow to minutes, so a database
+# back after a long outage would go unused for as long.
+POOL_RECONNECT_S = 5.0
+
+
 @cache
 def pool() -> ConnectionPool[Any]:
-    """The process's pool of connections for stores and embedding caches."""
+    """The process's pool of connections for stores and embedding caches.
+
+    Each connection is checked (one empty round trip) as it leaves the pool: one the server
+    dropped while it sat idle (a crash-restart, a failover, an idle timeout) is then replaced,
+    with every other idle one, instead of failing the request it was given to, however long
+    after.
+    """
     size = int(_rag()["POOL_MAX_SIZE"])
-    return ConnectionPool(
+
+    def check(conn: psycopg.Connection[Any]) -> None:
+        check_pooled_connection(created, conn)
+
+    created: ConnectionPool[Any] = ConnectionPool(
         _conninfo(),
         min_size=1,
         max_size=size,
         kwargs={"autocommit": True},
+        check=check,
+        timeout=POOL_TIMEOUT_S,
+        reconnect_timeout=POOL_RECONNECT_S,
         open=True,
         name="portal-rag",
     )
+    return created
 
 
 def store_backend() -> str:
