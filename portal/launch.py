@@ -117,6 +117,30 @@ def gunicorn(
             process.wait(timeout=30)
 
 
+@contextmanager
+def worker(
+    env: Mapping[str, str], log_path: Path, *, concurrency: int = 1
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``manage.py rag_worker`` (the ingestion worker) until the block ends; the caller
+    may kill the process it is given (the block then only reaps it)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "manage.py", "rag_worker", "--concurrency", str(concurrency)]
+    with open(log_path, "a") as log:
+        process = subprocess.Popen(
+            command, cwd=PROJECT_ROOT, env=dict(env), stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
 def _wait_healthy(process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
     deadline = time.monotonic() + 90
     while True:

@@ -77,6 +77,8 @@ SHARED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: works offline
+    # The ingestion job queue: its tables live in the public schema, shared by every tenant.
+    "procrastinate.contrib.django",
 ]
 # Users, sessions and admin log live in each tenant's schema (SPEC T2).
 TENANT_APPS = [
@@ -234,6 +236,22 @@ RAG_API = {
     # crash-restarted PostgreSQL takes to accept connections again.
     "DATABASE_RETRY_AFTER_S": int(os.environ.get("RAG_DATABASE_RETRY_AFTER_S", "5")),
 }
+# Ingestion jobs (SPEC J1-J3; portal/rag/jobs.py, the worker: manage.py rag_worker).
+RAG_JOBS = {
+    # An ingest request whose content is larger than this runs as a job even without "async".
+    "SYNC_MAX_BYTES": int(os.environ.get("RAG_JOB_SYNC_MAX_BYTES", str(256 * 1024))),
+    # Runs of one job before it stays failed (its last error kept).
+    "MAX_ATTEMPTS": int(os.environ.get("RAG_JOB_MAX_ATTEMPTS", "3")),
+    # Seconds between a failed run and the next (times the run's number).
+    "RETRY_DELAY_S": float(os.environ.get("RAG_JOB_RETRY_DELAY_S", "5")),
+    # A worker writes a heartbeat this often; one silent for STALLED_AFTER_S is taken for dead
+    # and its jobs run again elsewhere.
+    "HEARTBEAT_S": float(os.environ.get("RAG_JOB_HEARTBEAT_S", "5")),
+    "STALLED_AFTER_S": float(os.environ.get("RAG_JOB_STALLED_AFTER_S", "30")),
+}
+# The worker's connections come from Django's database settings; tasks live in one module.
+PROCRASTINATE_IMPORT_PATHS = ["portal.rag.job_runner"]
+PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
 DATA_UPLOAD_MAX_MEMORY_SIZE = RAG_API["MAX_BODY_BYTES"]
 
 REST_FRAMEWORK = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rag_plugin.chunking import Chunk, TextChunker
@@ -28,6 +28,7 @@ from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
     "DEFAULT_COLLECTION_ANALYZER",
+    "IngestProgress",
     "IngestResult",
     "StoredSource",
     "content_too_small",
@@ -44,6 +45,13 @@ Stopwords and Snowball stems beat the seed tokenizer for BM25 on both tuning set
 train, Vaswani); see bench/RESULTS.md for the figures. The seed tokenizer stays available as
 ``analyzer="seed"``.
 """
+
+
+IngestProgress = Callable[[str, int, int], None]
+"""Told ``(stage, done, total)`` as :func:`ingest_texts` goes: ``"embedding"`` with the distinct
+chunk texts that have their vector (from the cache or the model, after each batch), then
+``"writing"`` once before the store write. An exception it raises stops the ingest there,
+before anything is written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +126,7 @@ def ingest_texts(
     chunker: TextChunker | None = None,
     stored: Mapping[str, StoredSource] | None = None,
     create: bool = False,
+    progress: IngestProgress | None = None,
 ) -> list[IngestResult]:
     """Ingest several texts as :func:`ingest_text` ingests one, all in one store write.
 
@@ -136,6 +145,8 @@ def ingest_texts(
     ``create=True`` makes ``collection`` (see :func:`planned_collection`) in the write's own
     transaction if it does not exist, so a failed ingest leaves no empty collection; pass
     ``stored`` (``{}`` for a collection the caller found missing) with it.
+
+    ``progress`` follows the embedding and the write (see :data:`IngestProgress`).
     """
     if create and stored is None:
         raise InvalidInputError(
@@ -174,7 +185,9 @@ def ingest_texts(
             raise content_too_small(position, len(documents))
         changed.append((position, wanted, pieces))
     if changed:
-        vectors = iter(embedder.embed([p.content for _, _, pieces in changed for p in pieces]))
+        texts = [p.content for _, _, pieces in changed for p in pieces]
+        told = None if progress is None else _stage_progress(progress, "embedding")
+        vectors = iter(embedder.embed(texts, progress=told))
         writes = [
             (
                 wanted,
@@ -191,10 +204,19 @@ def ingest_texts(
             )
             for _, wanted, pieces in changed
         ]
+        if progress is not None:
+            progress("writing", 0, len(writes))
         records = store.upsert_documents(collection, writes, create=create)
         for (position, _, _), record, (_, inputs) in zip(changed, records, writes, strict=True):
             results[position] = IngestResult(record, _stored_chunks(record, inputs))
     return [result for result in results if result is not None]
+
+
+def _stage_progress(progress: IngestProgress, stage: str) -> Callable[[int, int], None]:
+    def told(done: int, total: int) -> None:
+        progress(stage, done, total)
+
+    return told
 
 
 def content_too_small(position: int, count: int) -> InvalidInputError:

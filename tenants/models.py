@@ -212,3 +212,79 @@ class ApiTokenGeneration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} (generation {self.generation})"
+
+
+class IngestJob(models.Model):
+    """One ingest run in the background (SPEC J1): what to ingest, where, and how far it got.
+
+    The row is what users see and the truth about the job; the queue (procrastinate, in the
+    public schema) only says which worker runs it when. State moves ``queued → running →
+    succeeded | failed | cancelled``; every move is a conditional update on the state (and the
+    run's ``run_token``), so a worker that lost its job to another cannot finish it twice.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Stage(models.TextChoices):
+        NONE = "", "—"
+        PARSING = "parsing"
+        EMBEDDING = "embedding"
+        WRITING = "writing"
+
+    class Kind(models.TextChoices):
+        DOCUMENT = "document"
+        BATCH = "batch"
+
+    ENDED = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ingest_jobs"
+    )
+    collection = models.CharField(max_length=63)
+    shared = models.BooleanField(default=False)
+    kind = models.CharField(max_length=16, choices=Kind)
+    payload = models.JSONField(
+        default=dict,
+        help_text="The documents and options to ingest; emptied once the job has succeeded.",
+    )
+    documents = models.PositiveIntegerField(help_text="Documents in the input.")
+    input_bytes = models.PositiveBigIntegerField(help_text="UTF-8 bytes of their content.")
+    state = models.CharField(max_length=16, choices=State, default=State.QUEUED)
+    stage = models.CharField(max_length=16, choices=Stage, default=Stage.NONE, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField()
+    cancel_requested = models.BooleanField(default=False)
+    error_code = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    results = models.JSONField(default=list, blank=True)
+    queue_job_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The procrastinate job that runs it now."
+    )
+    run_token = models.UUIDField(null=True, blank=True, help_text="The attempt that runs it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("-created_at",)
+        indexes = [
+            models.Index(fields=("user", "-created_at"), name="ingestjob_user_created"),
+            models.Index(fields=("state", "-created_at"), name="ingestjob_state_created"),
+        ]
+        verbose_name = "ingestion job"
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.id} ({self.state})"
+
+    @property
+    def ended(self) -> bool:
+        return self.state in self.ENDED

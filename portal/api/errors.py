@@ -53,6 +53,14 @@ class PayloadTooLarge(drf.APIException):
     default_code = "PAYLOAD_TOO_LARGE"
 
 
+class Conflict(drf.APIException):
+    """The request does not fit the object's state (e.g. cancelling a job that has ended)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state."
+    default_code = "CONFLICT"
+
+
 class UpstreamError(drf.APIException):
     """A service the portal depends on (the LLM) failed."""
 
@@ -79,6 +87,7 @@ DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
     (SourceNotAllowed, "FORBIDDEN"),
     (PayloadTooLarge, "PAYLOAD_TOO_LARGE"),
     (UpstreamError, "EXTERNAL_SERVICE_ERROR"),
+    (Conflict, "CONFLICT"),
     (drf.NotAuthenticated, "AUTHENTICATION_FAILED"),
     (drf.AuthenticationFailed, "AUTHENTICATION_FAILED"),
     (drf.PermissionDenied, "FORBIDDEN"),

@@ -122,6 +122,18 @@ class IngestOptions(InputSerializer):
     )
     shared = StrictBooleanField(required=False, default=False)
 
+    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+        fields = super().get_fields()
+        # "async" is a Python keyword, so it cannot be declared as a class attribute.
+        fields["async"] = StrictBooleanField(
+            required=False,
+            default=False,
+            help_text="Ingest in the background: 202 with a job id to follow at "
+            "/api/rag/jobs/{id}. Content over the deployment's limit (RAG_JOB_SYNC_MAX_BYTES) "
+            "is a job either way.",
+        )
+        return fields
+
     def validate_chunking_strategy(self, value: str | None) -> str | None:
         if value is None:
             return None

@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from portal.api import chat, views
+from portal.api import chat, jobs, views
 
 urlpatterns = [
     path("auth/login", views.LoginView.as_view(), name="api-login"),
@@ -18,6 +18,11 @@ urlpatterns = [
         name="api-documents",
     ),
     path("rag/documents/<str:document_id>", views.DocumentView.as_view(), name="api-document"),
+    path("rag/jobs", jobs.JobListView.as_view(), name="api-jobs"),
+    path("rag/jobs/<str:job_id>", jobs.JobView.as_view(), name="api-job"),
+    path("rag/jobs/<str:job_id>/cancel", jobs.JobCancelView.as_view(), name="api-job-cancel"),
+    path("rag/jobs/<str:job_id>/retry", jobs.JobRetryView.as_view(), name="api-job-retry"),
+    path("rag/jobs/<str:job_id>/events", jobs.JobEventsView.as_view(), name="api-job-events"),
     path("rag/context", views.ContextView.as_view(), name="api-context"),
     path("rag/answer", views.AnswerView.as_view(), name="api-answer"),
     path("rag/chat", chat.ChatView.as_view(), name="api-chat"),

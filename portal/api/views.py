@@ -16,10 +16,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import serializers as s
+from portal.api.job_outputs import JobAcceptedOutput, accepted
 from portal.api.throttling import LoginRateThrottle
 from portal.api.tokens import issue_token
 from portal.login_guard import FailedLogins
-from portal.rag import selectors, services
+from portal.rag import jobs, selectors, services
 from portal.rag.profiles import (
     ProfileContext,
     RequestedCollection,
@@ -132,15 +133,29 @@ class LoginView(APIView):
 
 
 class IngestView(APIView):
-    """Chunk, embed and store one document in a collection of the caller (SPEC A2)."""
+    """Chunk, embed and store one document in a collection of the caller (SPEC A2); as a
+    background job (202) when asked (``async``) or when the content is large (SPEC J1)."""
 
     permission_classes = (IsAuthenticated,)
 
-    @extend_schema(request=s.IngestInput, responses={200: s.IngestOutput, **ERRORS})
+    @extend_schema(
+        request=s.IngestInput,
+        responses={200: s.IngestOutput, 202: JobAcceptedOutput, **ERRORS},
+    )
     def post(self, request: Request) -> Response:
         body = s.IngestInput(data=request.data)
         body.is_valid(raise_exception=True)
-        ingested = services.document_ingest(user=_caller(request), **body.validated_data)
+        data = dict(body.validated_data)
+        run_async = data.pop("async")
+        options = {k: data.pop(k) for k in ("collection", "chunking_strategy", "shared")}
+        document = services.NewDocument(**data)
+        reason = _job_reason(run_async, [document])
+        if reason:
+            job = jobs.job_submit(
+                user=_caller(request), documents=[document], kind="document", **options
+            )
+            return accepted(job, reason)
+        ingested = services.document_ingest(user=_caller(request), **data, **options)
         result = ingested.result
         # Built directly (IngestOutput documents it): serialising five plain values through
         # the DRF serializer cost ~0.5 ms, a tenth of re-ingesting an unchanged document.
@@ -155,18 +170,36 @@ class IngestView(APIView):
         )
 
 
+def _job_reason(run_async: bool, documents: list[services.NewDocument]) -> str | None:
+    """Why an ingest runs as a job (``requested``, ``size``), or None to run it now."""
+    if run_async:
+        return "requested"
+    if jobs.content_bytes(documents) > jobs.sync_max_bytes():
+        return "size"
+    return None
+
+
 class IngestBatchView(APIView):
     """Chunk, embed and store several documents in a collection of the caller, in one write:
-    all the changed documents or none (a bad one is named, e.g. ``documents[2].content``)."""
+    all the changed documents or none (a bad one is named, e.g. ``documents[2].content``); as
+    a background job (202) when asked (``async``) or when the content is large."""
 
     permission_classes = (IsAuthenticated,)
 
-    @extend_schema(request=s.IngestBatchInput, responses={200: s.IngestBatchOutput, **ERRORS})
+    @extend_schema(
+        request=s.IngestBatchInput,
+        responses={200: s.IngestBatchOutput, 202: JobAcceptedOutput, **ERRORS},
+    )
     def post(self, request: Request) -> Response:
         body = s.IngestBatchInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
+        run_async = data.pop("async")
         documents = [services.NewDocument(**document) for document in data.pop("documents")]
+        reason = _job_reason(run_async, documents)
+        if reason:
+            job = jobs.job_submit(user=_caller(request), documents=documents, kind="batch", **data)
+            return accepted(job, reason)
         ingested = services.documents_ingest(user=_caller(request), documents=documents, **data)
         return Response(
             {

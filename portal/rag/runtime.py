@@ -236,6 +236,13 @@ def embedder_for(schema_name: str) -> Embedder:
     )
 
 
+def warm_embedder() -> None:
+    """Load the deployment's embedding model now (a worker does, before its first job)."""
+    if _rag()["EMBEDDER"] == "fastembed":
+        model = _fastembed_model(_rag()["EMBEDDING_MODEL"])
+        _ = FastEmbedEmbedder(model, fallback_model=None).dimensions
+
+
 def _fastembed_model(configured: str) -> str:
     """The model fastembed embedders load: the configured one (default: the library's), or
     the bundled fallback when it is not available offline, decided once per process.

@@ -22,6 +22,7 @@ from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_confi
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.ingest import (
+    IngestProgress,
     IngestResult,
     StoredSource,
     ingest_texts,
@@ -98,9 +99,11 @@ def documents_ingest(
     documents: Sequence[NewDocument],
     chunking_strategy: str | None = None,
     shared: bool = False,
+    progress: IngestProgress | None = None,
 ) -> DocumentsIngested:
     """Ingest several documents into the caller's collection in one store write: all the
     changed ones or none. Unchanged sources are skipped, as :func:`document_ingest` skips one.
+    ``progress`` follows the embedding and the write (an ingestion job's stages).
     """
     started = time.perf_counter()
     scope, embedder, results = _ingest(
@@ -109,6 +112,7 @@ def documents_ingest(
         documents=documents,
         chunking_strategy=chunking_strategy,
         shared=shared,
+        progress=progress,
     )
     _log_ingest(
         "rag.ingest_batch",
@@ -159,6 +163,7 @@ def _ingest(
     documents: Sequence[NewDocument],
     chunking_strategy: str | None,
     shared: bool,
+    progress: IngestProgress | None = None,
 ) -> tuple[Scope, Embedder, list[IngestResult]]:
     strategy = ChunkingStrategy.parse(chunking_strategy) if chunking_strategy else None
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
@@ -185,14 +190,23 @@ def _ingest(
         # fails (content too small to chunk, a store error) leaves no empty collection.
         planned = planned_collection(collection, embedder=embedder, owner=scope.owner)
         results = ingest_texts(
-            scope.store, embedder, planned, texts, chunker=chunker, stored={}, create=True
+            scope.store,
+            embedder,
+            planned,
+            texts,
+            chunker=chunker,
+            stored={},
+            create=True,
+            progress=progress,
         )
     else:
         stored = {
             source: StoredSource(document, tuple(chunks))
             for source, (document, chunks) in found.items()
         }
-        results = ingest_texts(scope.store, embedder, info, texts, chunker=chunker, stored=stored)
+        results = ingest_texts(
+            scope.store, embedder, info, texts, chunker=chunker, stored=stored, progress=progress
+        )
     return scope, embedder, results
 
 

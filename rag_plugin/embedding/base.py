@@ -111,13 +111,20 @@ class Embedder(ABC):
         with self._stats_lock:
             return dataclasses.replace(self._stats)
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Return one unit-length vector per text, in input order (empty input → ``[]``)."""
+    def embed(
+        self, texts: Sequence[str], *, progress: Callable[[int, int], None] | None = None
+    ) -> list[list[float]]:
+        """Return one unit-length vector per text, in input order (empty input → ``[]``).
+
+        ``progress(done, total)`` is told how many of the distinct texts have their vector:
+        once after the cache lookup, then after each batch of the model. An exception it
+        raises stops the work there (the batches already embedded stay in the cache).
+        """
         if isinstance(texts, str):
             raise InvalidInputError(
                 "embed() takes a sequence of texts, not one string; use embed_query() for one."
             )
-        return self._embed_texts(list(texts), query=False)
+        return self._embed_texts(list(texts), query=False, progress=progress)
 
     def embed_query(self, text: str) -> list[float]:
         """Return the unit-length vector of one query text."""
@@ -125,7 +132,13 @@ class Embedder(ABC):
             raise InvalidInputError(f"The query is a {type(text).__name__}, not a str.")
         return self._embed_texts([text], query=True)[0]
 
-    def _embed_texts(self, items: list[str], *, query: bool) -> list[list[float]]:
+    def _embed_texts(
+        self,
+        items: list[str],
+        *,
+        query: bool,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[list[float]]:
         for index, text in enumerate(items):
             if not isinstance(text, str):
                 raise InvalidInputError(
@@ -147,6 +160,9 @@ class Embedder(ABC):
         missing = [slot for slot, vector in enumerate(unique) if vector is None]
         lengths = [len(items[plan.unique_indices[slot]]) for slot in missing]
         batches = 0
+        done = hits
+        if progress is not None:
+            progress(done, len(unique))
         for positions in length_batches(lengths, self.batch_size):
             slots = [missing[position] for position in positions]
             batch = [normalize_for_dedup(items[plan.unique_indices[slot]]) for slot in slots]
@@ -159,6 +175,9 @@ class Embedder(ABC):
                 self.cache.put_many(
                     model, {plan.hashes[s]: v for s, v in zip(slots, fresh, strict=True)}
                 )
+            done += len(slots)
+            if progress is not None:
+                progress(done, len(unique))
         self._count(
             calls=1,
             texts_requested=len(items),

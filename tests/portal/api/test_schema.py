@@ -26,6 +26,11 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
         "/api/rag/context": {"post"},
         "/api/rag/answer": {"post"},
         "/api/rag/chat": {"post"},
+        "/api/rag/jobs": {"get"},
+        "/api/rag/jobs/{job_id}": {"get"},
+        "/api/rag/jobs/{job_id}/cancel": {"post"},
+        "/api/rag/jobs/{job_id}/retry": {"post"},
+        "/api/rag/jobs/{job_id}/events": {"get"},
     }
     ingest = schema["components"]["schemas"]["IngestInput"]
     assert set(ingest["required"]) == {"collection", "content"}

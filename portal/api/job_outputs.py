@@ -1,0 +1,112 @@
+"""What the API says about an ingestion job: the job itself and the 202 of a submitted one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from tenants.models import IngestJob
+
+
+class JobErrorOutput(serializers.Serializer):  # type: ignore[type-arg]
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class JobProgressOutput(serializers.Serializer):  # type: ignore[type-arg]
+    done = serializers.IntegerField()
+    total = serializers.IntegerField(
+        help_text="Distinct chunk texts to embed (while embedding) or documents to write."
+    )
+
+
+class JobResultOutput(serializers.Serializer):  # type: ignore[type-arg]
+    document_id = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
+    chunks_created = serializers.IntegerField()
+    unchanged = serializers.BooleanField()
+
+
+class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
+    """An ingestion job as its user sees it."""
+
+    id = serializers.CharField()
+    state = serializers.ChoiceField(choices=IngestJob.State.values)
+    stage = serializers.ChoiceField(
+        choices=[s for s in IngestJob.Stage.values if s],
+        allow_null=True,
+        help_text="What a running job is doing: parsing, embedding, writing.",
+    )
+    progress = JobProgressOutput()
+    collection = serializers.CharField()
+    shared = serializers.BooleanField()
+    kind = serializers.ChoiceField(choices=IngestJob.Kind.values)
+    user = serializers.CharField(help_text="Who submitted it.")
+    documents = serializers.IntegerField(help_text="Documents in the input.")
+    input_bytes = serializers.IntegerField(help_text="UTF-8 bytes of their content.")
+    attempts = serializers.IntegerField(help_text="Runs started so far.")
+    max_attempts = serializers.IntegerField()
+    cancel_requested = serializers.BooleanField()
+    results = JobResultOutput(many=True, help_text="One entry per document once it succeeded.")
+    document_ids = serializers.ListField(child=serializers.CharField())
+    error = JobErrorOutput(allow_null=True, help_text="Why it failed (the last error).")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def to_representation(self, instance: IngestJob) -> dict[str, Any]:
+        return {
+            "id": str(instance.id),
+            "state": instance.state,
+            "stage": instance.stage or None,
+            "progress": {"done": instance.progress_done, "total": instance.progress_total},
+            "collection": instance.collection,
+            "shared": instance.shared,
+            "kind": instance.kind,
+            "user": instance.user.get_username(),
+            "documents": instance.documents,
+            "input_bytes": instance.input_bytes,
+            "attempts": instance.attempts,
+            "max_attempts": instance.max_attempts,
+            "cancel_requested": instance.cancel_requested,
+            "results": list(instance.results),
+            "document_ids": [r["document_id"] for r in instance.results],
+            "error": (
+                {"code": instance.error_code, "message": instance.error_message}
+                if instance.error_code and instance.state != IngestJob.State.SUCCEEDED
+                else None
+            ),
+            "created_at": _iso(instance.created_at),
+            "started_at": _iso(instance.started_at),
+            "finished_at": _iso(instance.finished_at),
+        }
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+class JobAcceptedOutput(serializers.Serializer):  # type: ignore[type-arg]
+    job_id = serializers.CharField()
+    status_url = serializers.CharField(help_text="GET it for the job's state.")
+    state = serializers.CharField()
+    reason = serializers.ChoiceField(
+        choices=["requested", "size"],
+        help_text='"requested": the body asked for "async"; "size": the content is larger '
+        "than the deployment ingests within a request (RAG_JOB_SYNC_MAX_BYTES).",
+    )
+
+
+def accepted(job: IngestJob, reason: str) -> Response:
+    """202 for a submitted job."""
+    return Response(
+        {
+            "job_id": str(job.id),
+            "status_url": f"/api/rag/jobs/{job.id}",
+            "state": job.state,
+            "reason": reason,
+        },
+        status=202,
+    )

@@ -1,0 +1,308 @@
+"""What a worker does with an ingestion job (SPEC J2): claim it, ingest, record how it ended.
+
+The queue is procrastinate's (its tables in the public schema); this module holds its one task.
+A queue job carries only the tenant schema and the job's id: everything else — the documents,
+the state users see, the attempts — is the tenant's :class:`~tenants.models.IngestJob` row.
+
+Every change to the row is conditional: a run claims the job by writing a fresh ``run_token``,
+and its progress and its end are written only while the row still carries that token. A worker
+that lost its job (it was taken for dead and the job ran again elsewhere, or the job was
+cancelled) finds its next write refused and stops there, before the store write. The store
+write is one transaction, so a worker killed at any point leaves the document whole or absent;
+the run that follows finds it unchanged (if it was written) or writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django_tenants.utils import schema_context
+from procrastinate import JobContext, RetryStrategy
+from procrastinate.contrib.django import app
+from rest_framework.exceptions import PermissionDenied
+
+from portal.rag import services
+from rag_plugin import exceptions as rag
+from tenants.models import IngestJob
+
+logger = logging.getLogger("portal.rag")
+
+TASK_NAME = "rag.ingest_job"
+PROGRESS_EVERY_S = 0.5
+"""Progress reaches the row at most this often (and at every change of stage)."""
+
+
+class RunAgain(Exception):
+    """Raised out of the task so that procrastinate runs the job again after a delay."""
+
+
+class JobCancelled(Exception):
+    """The job was cancelled while it ran; raised at a stage boundary to stop it there."""
+
+
+class RunLost(Exception):
+    """This run no longer owns the job (it runs elsewhere now, or has ended)."""
+
+
+def _jobs_setting(name: str) -> Any:
+    return settings.RAG_JOBS[name]
+
+
+@app.task(
+    name=TASK_NAME,
+    pass_context=True,
+    # Our row decides whether a job runs again (RunAgain), so procrastinate never gives up
+    # on its own; the delay grows with each run.
+    retry=RetryStrategy(
+        max_attempts=None,
+        linear_wait=int(_jobs_setting("RETRY_DELAY_S")),
+        retry_exceptions={RunAgain},
+    ),
+)
+def ingest_job(context: JobContext, schema: str, job_id: str) -> None:
+    """Run one ingestion job of the tenant ``schema`` (the procrastinate task)."""
+    close_old_connections()
+    try:
+        with schema_context(schema):
+            run_job(uuid.UUID(job_id), queue_job_id=int(context.job.id or 0))
+    finally:
+        close_old_connections()
+
+
+def run_job(job_id: uuid.UUID, *, queue_job_id: int) -> None:
+    """Claim the job for this run and carry it to its end (or back to the queue)."""
+    token = uuid.uuid4()
+    claimed = IngestJob.objects.filter(
+        id=job_id,
+        queue_job_id=queue_job_id,
+        state__in=(IngestJob.State.QUEUED, IngestJob.State.RUNNING),
+    ).update(
+        state=IngestJob.State.RUNNING,
+        run_token=token,
+        attempts=F("attempts") + 1,
+        stage=IngestJob.Stage.PARSING,
+        progress_done=0,
+        progress_total=0,
+        started_at=Coalesce(F("started_at"), timezone.now()),
+        updated_at=timezone.now(),
+    )
+    if not claimed:
+        logger.info(
+            "rag.job_skipped",
+            extra={"event": "rag.job_skipped", "job": str(job_id), "queue_job": queue_job_id},
+        )
+        return
+    job = IngestJob.objects.select_related("user").get(id=job_id)
+    run = JobRun(job, token)
+    if job.cancel_requested:
+        run.end(IngestJob.State.CANCELLED)
+        return
+    if job.attempts > job.max_attempts:
+        # Only a run that never came back gets here: a failure that stays is recorded below.
+        run.fail(
+            "WORKER_LOST",
+            f"The job was started {job.max_attempts} times and its worker stopped each time "
+            "before it finished (RAG_JOB_MAX_ATTEMPTS).",
+        )
+        return
+    run.execute()
+
+
+@dataclass
+class JobRun:
+    """One attempt at a job, holding the row's ``run_token`` for its writes."""
+
+    job: IngestJob
+    token: uuid.UUID
+    _told_at: float = 0.0
+    _stage: str = ""
+
+    def _mine(self) -> Any:
+        return IngestJob.objects.filter(id=self.job.id, run_token=self.token)
+
+    def execute(self) -> None:
+        job = self.job
+        started = time.perf_counter()
+        payload = job.payload
+        try:
+            documents = [services.NewDocument(**document) for document in payload["documents"]]
+            self.progress(IngestJob.Stage.EMBEDDING, 0, 0)
+            ingested = services.documents_ingest(
+                user=job.user,
+                collection=job.collection,
+                documents=documents,
+                chunking_strategy=payload.get("chunking_strategy"),
+                shared=job.shared,
+                progress=self.progress,
+            )
+        except JobCancelled:
+            self.end(IngestJob.State.CANCELLED)
+            return
+        except RunLost:
+            logger.info("rag.job_lost", extra={"event": "rag.job_lost", "job": str(job.id)})
+            return
+        except Exception as exc:
+            self._failed(exc)
+            return
+        results = [
+            {
+                "document_id": result.document.id,
+                "source": result.document.source,
+                "chunks_created": len(result.chunks),
+                "unchanged": result.unchanged,
+            }
+            for result in ingested.results
+        ]
+        self.end(
+            IngestJob.State.SUCCEEDED,
+            results=results,
+            payload={},
+            progress_done=F("progress_total"),
+        )
+        logger.info(
+            "rag.job_succeeded",
+            extra={
+                "event": "rag.job_succeeded",
+                "job": str(job.id),
+                "attempt": job.attempts,
+                "documents": len(results),
+                "chunks": sum(len(result.chunks) for result in ingested.results),
+                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+            },
+        )
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        """Record the stage and progress (throttled) and stop if the job was cancelled or
+        taken from this run. Entering ``writing`` always checks: it is the last way out."""
+        now = time.monotonic()
+        if stage == self._stage and now - self._told_at < PROGRESS_EVERY_S and done < total:
+            return
+        self._stage, self._told_at = stage, now
+        updated = self._mine().update(
+            stage=stage, progress_done=done, progress_total=total, updated_at=timezone.now()
+        )
+        if not updated:
+            raise RunLost
+        if IngestJob.objects.filter(id=self.job.id, cancel_requested=True).exists():
+            raise JobCancelled
+
+    def end(self, state: str, **fields: Any) -> bool:
+        """Move the job to an ended state, if this run still holds it."""
+        return bool(
+            self._mine().update(
+                state=state,
+                stage=IngestJob.Stage.NONE,
+                run_token=None,
+                finished_at=timezone.now(),
+                updated_at=timezone.now(),
+                **fields,
+            )
+        )
+
+    def fail(self, code: str, message: str) -> None:
+        self.end(IngestJob.State.FAILED, error_code=code, error_message=message)
+        logger.warning(
+            "rag.job_failed",
+            extra={"event": "rag.job_failed", "job": str(self.job.id), "code": code},
+        )
+
+    def _failed(self, exc: Exception) -> None:
+        code, message, transient = failure_of(exc, self.job)
+        if transient and self.job.attempts < self.job.max_attempts:
+            logger.warning(
+                "rag.job_retry",
+                exc_info=exc,
+                extra={"event": "rag.job_retry", "job": str(self.job.id), "code": code},
+            )
+            back = self._mine().update(
+                state=IngestJob.State.QUEUED,
+                stage=IngestJob.Stage.NONE,
+                run_token=None,
+                error_code=code,
+                error_message=message,
+                updated_at=timezone.now(),
+            )
+            if back:
+                raise RunAgain(f"job {self.job.id}: {code}") from exc
+            return
+        if not transient:
+            logger.info(
+                "rag.job_refused",
+                extra={"event": "rag.job_refused", "job": str(self.job.id), "code": code},
+            )
+        else:
+            logger.error(
+                "rag.job_error",
+                exc_info=exc,
+                extra={"event": "rag.job_error", "job": str(self.job.id)},
+            )
+        self.fail(code, message)
+
+
+# Errors a later run may not meet again: (class, code). Everything else is final.
+_TRANSIENT: tuple[tuple[type[BaseException], str], ...] = (
+    (rag.EmbeddingAuthError, ""),
+    (rag.EmbeddingInputError, ""),
+    (rag.EmbeddingNotFoundError, ""),
+    (rag.EmbeddingError, "EXTERNAL_SERVICE_ERROR"),
+    (psycopg_pool.PoolTimeout, "DATABASE_UNAVAILABLE"),
+    (psycopg.OperationalError, "DATABASE_UNAVAILABLE"),
+    (rag.StoreError, "DATABASE_ERROR"),
+    (DatabaseError, "DATABASE_ERROR"),
+    (psycopg.Error, "DATABASE_ERROR"),
+)
+
+
+def failure_of(exc: BaseException, job: IngestJob) -> tuple[str, str, bool]:
+    """``(code, message, transient)`` of a run's error. A message that could show internals
+    (SQL, an upstream's reply) is replaced by a fixed one; the log has the details."""
+    if isinstance(exc, PermissionDenied):
+        return "FORBIDDEN", str(exc.detail), False
+    for cls, code in _TRANSIENT:
+        if isinstance(exc, cls):
+            if not code:
+                break  # a permanent subclass of a transient family
+            return code, _INTERNAL_MESSAGES[code].format(job=job.id), True
+    if isinstance(exc, rag.InvalidInputError | rag.NotFoundError):
+        return exc.code, str(exc), False
+    if isinstance(exc, rag.EmbeddingError):
+        return (
+            "EXTERNAL_SERVICE_ERROR",
+            _INTERNAL_MESSAGES["EXTERNAL_SERVICE_ERROR"].format(job=job.id),
+            False,
+        )
+    if isinstance(exc, rag.ConfigurationError):
+        return (
+            "CONFIGURATION_ERROR",
+            _INTERNAL_MESSAGES["CONFIGURATION_ERROR"].format(job=job.id),
+            False,
+        )
+    return "INTERNAL_ERROR", _INTERNAL_MESSAGES["INTERNAL_ERROR"].format(job=job.id), True
+
+
+_INTERNAL_MESSAGES = {
+    "EXTERNAL_SERVICE_ERROR": "The embedding service failed; the worker's log has the details "
+    "under job {job}.",
+    "DATABASE_UNAVAILABLE": "The database could not be reached.",
+    "DATABASE_ERROR": "The database failed; the worker's log has the details under job {job}.",
+    "CONFIGURATION_ERROR": "The deployment's RAG settings do not work; the worker's log has the "
+    "details under job {job}.",
+    "INTERNAL_ERROR": "The worker failed; its log has the details under job {job}.",
+}
+
+
+def lock_key(*, schema: str, owner: str | None, collection: str) -> str:
+    """The queue lock of a collection: its jobs run one after another, never side by side,
+    so two jobs never write the same source at once."""
+    return f"rag:{schema}:{owner or '~shared'}:{collection}"

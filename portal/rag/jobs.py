@@ -1,0 +1,200 @@
+"""Ingestion jobs as users see them (SPEC J1, J3): submit, list, read, cancel and retry.
+
+A job is a row of the tenant's schema (:class:`~tenants.models.IngestJob`) and an entry in the
+queue (procrastinate's tables in the public schema), written in one transaction, so a job is
+never queued without its row or the other way round. Workers (``manage.py rag_worker``) run
+it: :mod:`portal.rag.job_runner`.
+
+A user sees and acts on their own jobs; a tenant admin (staff) on every job of the tenant.
+Someone else's job is answered as missing (404), never as forbidden.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+from procrastinate.contrib.django import app
+from rest_framework.exceptions import NotFound
+
+from portal.api.errors import Conflict
+from portal.rag.job_runner import ingest_job, lock_key
+from portal.rag.scope import scope_for
+from portal.rag.services import NewDocument
+from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
+from rag_plugin.ingest import content_too_small
+from tenants.models import IngestJob
+
+
+def sync_max_bytes() -> int:
+    """Content above this many UTF-8 bytes is ingested as a job even when not asked."""
+    return int(settings.RAG_JOBS["SYNC_MAX_BYTES"])
+
+
+def content_bytes(documents: Sequence[NewDocument]) -> int:
+    return sum(len(document.content.encode("utf-8")) for document in documents)
+
+
+@transaction.atomic
+def job_submit(
+    *,
+    user: AbstractBaseUser,
+    collection: str,
+    documents: Sequence[NewDocument],
+    kind: str,
+    chunking_strategy: str | None = None,
+    shared: bool = False,
+) -> IngestJob:
+    """Queue an ingest of ``documents`` into the caller's collection and return its job.
+
+    The allowlist (and, for a shared collection, the caller's right to write it) is checked
+    now, and again when the job runs.
+    """
+    scope = scope_for(user=user, collection=collection, shared=shared, write=True)
+    check_chunkable(documents, chunking_strategy)
+    job = IngestJob.objects.create(
+        id=uuid.uuid4(),
+        user_id=user.pk,
+        collection=collection,
+        shared=shared,
+        kind=kind,
+        payload={
+            "documents": [{**asdict(d), "tags": list(d.tags)} for d in documents],
+            "chunking_strategy": chunking_strategy,
+        },
+        documents=len(documents),
+        input_bytes=content_bytes(documents),
+        max_attempts=int(settings.RAG_JOBS["MAX_ATTEMPTS"]),
+    )
+    _enqueue(job, owner=scope.owner)
+    return job
+
+
+CHUNK_CHECK_MAX_CHARS = 64 * 1024
+"""Texts up to this long are chunked at submit to refuse one too small with a 400 now; a
+longer text always makes chunks (unless it is blank), and chunking it would slow the submit."""
+
+
+def check_chunkable(documents: Sequence[NewDocument], chunking_strategy: str | None) -> None:
+    """Raise ``InvalidInputError`` (400) naming the first document that would make no chunk,
+    as the ingest itself would, but without embedding anything."""
+    strategy = ChunkingStrategy.parse(chunking_strategy) if chunking_strategy else None
+    chunker = TextChunker(api_chunker_config(strategy))
+    for position, document in enumerate(documents):
+        text = document.content
+        if not text.strip() or (len(text) <= CHUNK_CHECK_MAX_CHARS and not chunker.chunk(text)):
+            raise content_too_small(position, len(documents))
+
+
+def _enqueue(job: IngestJob, *, owner: str | None) -> None:
+    """Put the job in the queue (in the caller's transaction) and remember its queue id."""
+    schema = connection.schema_name  # type: ignore[attr-defined]
+    job.queue_job_id = ingest_job.configure(
+        lock=lock_key(schema=schema, owner=owner, collection=job.collection)
+    ).defer(schema=schema, job_id=str(job.id))
+    job.save(update_fields=["queue_job_id"])
+
+
+def visible_jobs(user: AbstractBaseUser) -> QuerySet[IngestJob]:
+    """The jobs ``user`` may see: their own, or the tenant's for a tenant admin."""
+    jobs = IngestJob.objects.select_related("user")
+    return jobs if getattr(user, "is_staff", False) else jobs.filter(user_id=user.pk)
+
+
+def job_list(
+    *,
+    user: AbstractBaseUser,
+    state: str | None = None,
+    collection: str | None = None,
+    shared: bool | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[IngestJob], int]:
+    """A page of the jobs ``user`` may see, newest first, and how many there are in all."""
+    jobs = visible_jobs(user)
+    if state:
+        jobs = jobs.filter(state=state)
+    if collection:
+        jobs = jobs.filter(collection=collection)
+    if shared is not None:
+        jobs = jobs.filter(shared=shared)
+    return list(jobs.order_by("-created_at", "id")[offset : offset + limit]), jobs.count()
+
+
+def job_get(*, user: AbstractBaseUser, job_id: str, for_update: bool = False) -> IngestJob:
+    """One job ``user`` may see; anything else (another user's, no such id) is 404."""
+    try:
+        key = uuid.UUID(job_id)
+    except ValueError:
+        raise _missing(job_id) from None
+    jobs = visible_jobs(user)
+    if for_update:
+        jobs = jobs.select_for_update(of=("self",))
+    found = jobs.filter(id=key).first()
+    if found is None:
+        raise _missing(job_id)
+    return found
+
+
+def _missing(job_id: str) -> NotFound:
+    return NotFound(f"Job '{job_id}' not found; GET /api/rag/jobs lists the jobs you can see.")
+
+
+@transaction.atomic
+def job_cancel(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
+    """Cancel a queued job at once, or a running one at its next stage boundary (before it
+    writes); an ended job is a conflict."""
+    job = job_get(user=user, job_id=job_id, for_update=True)
+    if job.ended:
+        raise Conflict(
+            f"Job '{job.id}' has already ended ({job.state}); only a queued or running job "
+            "can be cancelled."
+        )
+    job.cancel_requested = True
+    fields = ["cancel_requested", "updated_at"]
+    if job.state == IngestJob.State.QUEUED:
+        job.state = IngestJob.State.CANCELLED
+        job.finished_at = timezone.now()
+        fields += ["state", "finished_at"]
+        if job.queue_job_id is not None:
+            # Out of the queue; if a worker has just taken it, the run sees the state and stops.
+            app.job_manager.cancel_job_by_id(job.queue_job_id)
+    job.save(update_fields=fields)
+    return job
+
+
+@transaction.atomic
+def job_retry(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
+    """Queue a failed or cancelled job again, with a fresh count of attempts."""
+    job = job_get(user=user, job_id=job_id, for_update=True)
+    if job.state not in (IngestJob.State.FAILED, IngestJob.State.CANCELLED):
+        raise Conflict(
+            f"Job '{job.id}' is {job.state}; only a failed or cancelled job can be retried."
+        )
+    scope = scope_for(user=job.user, collection=job.collection, shared=job.shared, write=True)
+    reset: dict[str, Any] = {
+        "state": IngestJob.State.QUEUED,
+        "stage": IngestJob.Stage.NONE,
+        "progress_done": 0,
+        "progress_total": 0,
+        "attempts": 0,
+        "cancel_requested": False,
+        "error_code": "",
+        "error_message": "",
+        "results": [],
+        "run_token": None,
+        "started_at": None,
+        "finished_at": None,
+    }
+    for name, value in reset.items():
+        setattr(job, name, value)
+    job.save(update_fields=[*reset, "updated_at"])
+    _enqueue(job, owner=scope.owner)
+    return job
