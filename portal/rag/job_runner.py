@@ -15,6 +15,7 @@ the run that follows finds it unchanged (if it was written) or writes it.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -98,12 +99,10 @@ def run_job(job_id: uuid.UUID, *, queue_job_id: int) -> None:
         updated_at=timezone.now(),
     )
     if not claimed:
-        logger.info(
-            "rag.job_skipped",
-            extra={"event": "rag.job_skipped", "job": str(job_id), "queue_job": queue_job_id},
-        )
+        _log("rag.job_skipped", job_id, queue_job=queue_job_id)
         return
     job = IngestJob.objects.select_related("user").get(id=job_id)
+    _log("rag.job_started", job_id, attempt=job.attempts, queue_job=queue_job_id)
     run = JobRun(job, token)
     if job.cancel_requested:
         run.end(IngestJob.State.CANCELLED)
@@ -117,6 +116,24 @@ def run_job(job_id: uuid.UUID, *, queue_job_id: int) -> None:
         )
         return
     run.execute()
+
+
+def _log(
+    event: str,
+    job_id: uuid.UUID,
+    *,
+    level: int = logging.INFO,
+    exc: BaseException | None = None,
+    **fields: object,
+) -> None:
+    """One structured line per step of a job (SPEC O3), with the worker's pid and the time to
+    the microsecond, so one job's runs can be told apart across processes."""
+    logger.log(
+        level,
+        event,
+        exc_info=exc,
+        extra={"event": event, "job": str(job_id), "pid": os.getpid(), "at": time.time(), **fields},
+    )
 
 
 @dataclass
@@ -150,7 +167,7 @@ class JobRun:
             self.end(IngestJob.State.CANCELLED)
             return
         except RunLost:
-            logger.info("rag.job_lost", extra={"event": "rag.job_lost", "job": str(job.id)})
+            _log("rag.job_lost", job.id)
             return
         except Exception as exc:
             self._failed(exc)
@@ -170,16 +187,13 @@ class JobRun:
             payload={},
             progress_done=F("progress_total"),
         )
-        logger.info(
+        _log(
             "rag.job_succeeded",
-            extra={
-                "event": "rag.job_succeeded",
-                "job": str(job.id),
-                "attempt": job.attempts,
-                "documents": len(results),
-                "chunks": sum(len(result.chunks) for result in ingested.results),
-                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-            },
+            job.id,
+            attempt=job.attempts,
+            documents=len(results),
+            chunks=sum(len(result.chunks) for result in ingested.results),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
 
     def progress(self, stage: str, done: int, total: int) -> None:
@@ -212,19 +226,12 @@ class JobRun:
 
     def fail(self, code: str, message: str) -> None:
         self.end(IngestJob.State.FAILED, error_code=code, error_message=message)
-        logger.warning(
-            "rag.job_failed",
-            extra={"event": "rag.job_failed", "job": str(self.job.id), "code": code},
-        )
+        _log("rag.job_failed", self.job.id, level=logging.WARNING, code=code)
 
     def _failed(self, exc: Exception) -> None:
         code, message, transient = failure_of(exc, self.job)
         if transient and self.job.attempts < self.job.max_attempts:
-            logger.warning(
-                "rag.job_retry",
-                exc_info=exc,
-                extra={"event": "rag.job_retry", "job": str(self.job.id), "code": code},
-            )
+            _log("rag.job_retry", self.job.id, level=logging.WARNING, exc=exc, code=code)
             back = self._mine().update(
                 state=IngestJob.State.QUEUED,
                 stage=IngestJob.Stage.NONE,
@@ -237,16 +244,9 @@ class JobRun:
                 raise RunAgain(f"job {self.job.id}: {code}") from exc
             return
         if not transient:
-            logger.info(
-                "rag.job_refused",
-                extra={"event": "rag.job_refused", "job": str(self.job.id), "code": code},
-            )
+            _log("rag.job_refused", self.job.id, code=code)
         else:
-            logger.error(
-                "rag.job_error",
-                exc_info=exc,
-                extra={"event": "rag.job_error", "job": str(self.job.id)},
-            )
+            _log("rag.job_error", self.job.id, level=logging.ERROR, exc=exc)
         self.fail(code, message)
 
 
