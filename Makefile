@@ -36,6 +36,10 @@ run: $(VENV)/.base-installed
 	$(BIN)/python manage.py migrate_schemas --verbosity 0
 	$(BIN)/python manage.py createcachetable
 	$(BIN)/python manage.py bootstrap_demo --port $(PORT)
+	# One ingestion worker beside the server (async ingests and large ones are jobs); it stops
+	# with the server.
+	$(BIN)/python manage.py rag_worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' INT TERM EXIT; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.dev-installed $(CHROMIUM)
