@@ -221,3 +221,31 @@ def test_workers_killed_mid_job_leave_every_job_succeeded_once_and_every_documen
         )
         assert hits.status_code == 200, hits.text
         assert hits.json()["results"]
+
+
+def test_a_running_job_cancelled_stops_before_it_writes(
+    durable_server: PortalServer, durable_env: dict[str, str], tmp_path: Path
+) -> None:
+    source = durable_server.new_source()
+    dsn = durable_server.database_url
+    text = " ".join(document_text(n) for n in range(100, 108))  # ≈ 80 chunks, seconds to embed
+    with durable_server.api(ACME, "alice") as api:
+        job_id = api.post(
+            "/api/rag/ingest",
+            json={"collection": source, "content": text, "source": "big.md", "async": True},
+        ).json()["job_id"]
+        with launch.worker(durable_env, tmp_path / "worker.log"):
+            wait_until_mid_job(dsn, [job_id])
+            cancelled = api.post(f"/api/rag/jobs/{job_id}/cancel")
+            assert cancelled.status_code == 200, cancelled.text
+            assert cancelled.json()["cancel_requested"] is True
+            deadline = time.monotonic() + 60
+            while (job := api.get(f"/api/rag/jobs/{job_id}").json())["state"] == "running":
+                assert time.monotonic() < deadline, job
+                time.sleep(0.1)
+        assert job["state"] == "cancelled", job
+        assert job["results"] == []
+        assert job["progress"]["done"] < job["progress"]["total"]  # stopped while embedding
+        # Nothing was written: no document, not even the collection its first write makes.
+        assert api.get(f"/api/rag/collections/{source}/documents").status_code == 404
+        assert api.post(f"/api/rag/jobs/{job_id}/cancel").status_code == 409
