@@ -444,3 +444,41 @@ def test_an_ingest_with_create_needs_what_is_stored(
     planned = planned_collection("new", embedder=embedder)
     with pytest.raises(InvalidInputError, match="needs stored="):
         ingest_texts(store, embedder, planned, [(TEXT, None)], create=True)
+
+
+def test_ingest_texts_tells_progress_through_embedding_then_writing(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    told: list[tuple[str, int, int]] = []
+    texts = [
+        ("one two three four five six seven " * 40, DocumentInput(source=f"s{i}")) for i in range(2)
+    ]
+    ingest_texts(
+        store,
+        embedder,
+        collection,
+        texts,
+        chunker=TextChunker(ChunkerConfig(ChunkingStrategy.WORD, chunk_size=50, chunk_overlap=0)),
+        progress=lambda stage, done, total: told.append((stage, done, total)),
+    )
+    assert told[0] == ("embedding", 0, told[0][2])
+    assert told[-2] == ("embedding", told[0][2], told[0][2])
+    assert told[-1] == ("writing", 0, 2)
+
+
+def test_an_exception_from_progress_before_writing_stores_nothing(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    def refuse_writing(stage: str, done: int, total: int) -> None:
+        if stage == "writing":
+            raise RuntimeError("cancelled")
+
+    with pytest.raises(RuntimeError, match="cancelled"):
+        ingest_texts(
+            store,
+            embedder,
+            collection,
+            [("one two three four five six seven " * 10, DocumentInput(source="s"))],
+            progress=refuse_writing,
+        )
+    assert store.find_document(collection, source="s") is None

@@ -341,3 +341,32 @@ def test_batches_group_texts_of_similar_length_each_in_input_order() -> None:
     # By length: x, tiny, mid size, also tiny, a much longer text; two per batch.
     assert embedder.batches == [["tiny", "x"], ["mid size", "also tiny"], ["a much longer text"]]
     assert vectors == [normalize_embedding(fake_vector(text, 4)) for text in texts]
+
+
+def test_progress_counts_distinct_texts_after_the_cache_and_each_batch() -> None:
+    cache = InMemoryEmbeddingCache()
+    embedder = FakeEmbedder(4, cache=cache, batch_size=2)
+    embedder.embed(["cached"])
+    told: list[tuple[int, int]] = []
+    embedder.embed(
+        ["cached", "a", "bb", "a", "ccc", "dddd"], progress=lambda d, t: told.append((d, t))
+    )
+    # 5 distinct texts, 1 from the cache, then batches of 2 and 2.
+    assert told == [(1, 5), (3, 5), (5, 5)]
+
+
+def test_an_exception_from_progress_stops_embedding_and_keeps_finished_batches() -> None:
+    cache = InMemoryEmbeddingCache()
+    embedder = FakeEmbedder(4, cache=cache, batch_size=1)
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first(done: int, total: int) -> None:
+        if done == 1:
+            raise Stop
+
+    with pytest.raises(Stop):
+        embedder.embed(["one", "two", "three"], progress=stop_after_first)
+    assert len(embedder.batches) == 1  # the model saw one batch, not three
+    assert len(cache.get_many(embedder.model_name, [content_hash_hex("one")])) == 1
