@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-import psycopg_pool
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.db.models import F
@@ -33,6 +32,7 @@ from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 from rest_framework.exceptions import PermissionDenied
 
+from portal.api.errors import database_unavailable
 from portal.rag import services
 from rag_plugin import exceptions as rag
 from tenants.models import IngestJob
@@ -250,45 +250,28 @@ class JobRun:
         self.fail(code, message)
 
 
-# Errors a later run may not meet again: (class, code). Everything else is final.
-_TRANSIENT: tuple[tuple[type[BaseException], str], ...] = (
-    (rag.EmbeddingAuthError, ""),
-    (rag.EmbeddingInputError, ""),
-    (rag.EmbeddingNotFoundError, ""),
-    (rag.EmbeddingError, "EXTERNAL_SERVICE_ERROR"),
-    (psycopg_pool.PoolTimeout, "DATABASE_UNAVAILABLE"),
-    (psycopg.OperationalError, "DATABASE_UNAVAILABLE"),
-    (rag.StoreError, "DATABASE_ERROR"),
-    (DatabaseError, "DATABASE_ERROR"),
-    (psycopg.Error, "DATABASE_ERROR"),
-)
-
-
 def failure_of(exc: BaseException, job: IngestJob) -> tuple[str, str, bool]:
-    """``(code, message, transient)`` of a run's error. A message that could show internals
-    (SQL, an upstream's reply) is replaced by a fixed one; the log has the details."""
+    """``(code, message, transient)`` of a run's error: a transient one may not happen again,
+    so the job runs again (up to its attempts). A message that could show internals (SQL, an
+    upstream's reply) is replaced by a fixed one; the worker's log has the details."""
     if isinstance(exc, PermissionDenied):
         return "FORBIDDEN", str(exc.detail), False
-    for cls, code in _TRANSIENT:
-        if isinstance(exc, cls):
-            if not code:
-                break  # a permanent subclass of a transient family
-            return code, _INTERNAL_MESSAGES[code].format(job=job.id), True
     if isinstance(exc, rag.InvalidInputError | rag.NotFoundError):
         return exc.code, str(exc), False
     if isinstance(exc, rag.EmbeddingError):
-        return (
-            "EXTERNAL_SERVICE_ERROR",
-            _INTERNAL_MESSAGES["EXTERNAL_SERVICE_ERROR"].format(job=job.id),
-            False,
-        )
+        refused = isinstance(exc, rag.EmbeddingAuthError | rag.EmbeddingNotFoundError)
+        return _internal("EXTERNAL_SERVICE_ERROR", job, transient=not refused)
     if isinstance(exc, rag.ConfigurationError):
-        return (
-            "CONFIGURATION_ERROR",
-            _INTERNAL_MESSAGES["CONFIGURATION_ERROR"].format(job=job.id),
-            False,
-        )
-    return "INTERNAL_ERROR", _INTERNAL_MESSAGES["INTERNAL_ERROR"].format(job=job.id), True
+        return _internal("CONFIGURATION_ERROR", job, transient=False)
+    if database_unavailable(exc):
+        return _internal("DATABASE_UNAVAILABLE", job, transient=True)
+    if isinstance(exc, rag.StoreError | DatabaseError | psycopg.Error):
+        return _internal("DATABASE_ERROR", job, transient=True)
+    return _internal("INTERNAL_ERROR", job, transient=True)
+
+
+def _internal(code: str, job: IngestJob, *, transient: bool) -> tuple[str, str, bool]:
+    return code, _INTERNAL_MESSAGES[code].format(job=job.id), transient
 
 
 _INTERNAL_MESSAGES = {
