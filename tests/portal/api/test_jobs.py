@@ -301,3 +301,28 @@ def test_an_unknown_job_id_is_404(portal_server: PortalServer, job_id: str) -> N
         response = api.get(f"/api/rag/jobs/{job_id}")
     assert response.status_code == 404
     assert "GET /api/rag/jobs lists" in response.json()["error"]
+
+
+def test_a_job_that_keeps_failing_stays_failed_with_its_last_error_after_its_attempts(
+    portal_server: PortalServer, source: str
+) -> None:
+    # A worker whose embedding service refuses every connection: a failure that may pass, so
+    # the job runs again, RAG_JOB_MAX_ATTEMPTS (3) times in all.
+    env = {
+        **portal_server.env,
+        "RAG_EMBEDDER": "http",
+        "RAG_EMBEDDING_URL": f"http://127.0.0.1:{launch.free_port()}",
+        "RAG_EMBEDDING_MODEL": "nobody-serves-this",
+        "RAG_JOB_RETRY_DELAY_S": "0",
+    }
+    with portal_server.api(ACME, "alice") as api:
+        job_id = submit(api, source)["job_id"]
+        with launch.worker(env, LOGS / "worker-test-jobs-failing.log"):
+            job = wait_for(api, job_id)
+        assert job["state"] == "failed", job
+        assert job["attempts"] == job["max_attempts"] == 3
+        assert job["error"]["code"] == "EXTERNAL_SERVICE_ERROR"
+        assert job_id in job["error"]["message"]  # where the worker's log has the cause
+        listed = api.get("/api/rag/jobs", params={"state": "failed", "collection": source})
+        assert [j["id"] for j in listed.json()["jobs"]] == [job_id]
+        assert api.get(f"/api/rag/collections/{source}/documents").status_code == 404
