@@ -16,8 +16,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django_tenants.admin import TenantAdminMixin
 
+from tenants.admin_jobs import IngestJobAdmin
 from tenants.models import (
     Domain,
+    IngestJob,
     ProfileCollection,
     RagSource,
     RetrievalProfile,
@@ -125,3 +127,7 @@ class SynonymAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     list_display = ("term", "synonyms")
     search_fields = ("term", "synonyms")
+
+
+# Ingestion jobs: read-only, with cancel and retry actions (tenants/admin_jobs.py).
+admin.site.register(IngestJob, IngestJobAdmin)
