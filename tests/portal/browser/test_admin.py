@@ -139,3 +139,31 @@ def test_admin_adds_a_user_then_revokes_its_api_tokens(
     fresh = launch.login(portal_server.port, ACME, username, password)  # the account still works
     with portal_server.client(ACME, fresh) as api:
         assert api.get("/api/rag/collections").status_code == 200
+
+
+def test_admin_cancels_a_queued_ingestion_job(page: Any, portal_server: PortalServer) -> None:
+    source = portal_server.new_source()
+    text = "A job that no worker takes: it waits in the queue until the admin cancels it. " * 3
+    with portal_server.api(ACME, "alice") as api:
+        accepted = api.post(
+            "/api/rag/ingest", json={"collection": source, "content": text, "async": True}
+        )
+    assert accepted.status_code == 202, accepted.text
+    job_id = accepted.json()["job_id"]
+
+    login(page, portal_server, "admin")
+    page.click("#content-main a:text-is('Ingestion jobs')")
+    page.fill("#searchbar", source)
+    page.press("#searchbar", "Enter")
+    row = page.locator("#result_list tbody tr", has_text=job_id[:8])
+    assert row.locator("td.field-state").inner_text() == "Queued"
+    assert row.locator("td.field-user").inner_text() == "alice"
+    row.locator("input.action-select").check()
+    page.select_option("select[name=action]", "cancel_jobs")
+    page.click("button[name=index]")
+    page.wait_for_selector(".messagelist .success")
+
+    assert f"Cancelled 1 job(s): {job_id[:8]}." in page.inner_text(".messagelist")
+    assert row.locator("td.field-state").inner_text() == "Cancelled"
+    with portal_server.api(ACME, "alice") as api:
+        assert api.get(f"/api/rag/jobs/{job_id}").json()["state"] == "cancelled"
