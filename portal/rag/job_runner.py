@@ -77,6 +77,14 @@ def ingest_job(context: JobContext, schema: str, job_id: str) -> None:
     try:
         with schema_context(schema):
             run_job(uuid.UUID(job_id), queue_job_id=int(context.job.id or 0))
+    except (DatabaseError, psycopg.Error) as exc:
+        # The database failed where the run could not record it: claiming the row, writing its
+        # end, giving it back after an error. Ended with that error, the queue job would be
+        # over for good and the row left queued or running; the next run claims the row as it
+        # finds it (and a document this run wrote is found unchanged).
+        code = "DATABASE_UNAVAILABLE" if database_unavailable(exc) else "DATABASE_ERROR"
+        _log("rag.job_retry", uuid.UUID(job_id), level=logging.WARNING, exc=exc, code=code)
+        raise RunAgain(f"job {job_id}: {code}") from exc
     finally:
         close_old_connections()
 
