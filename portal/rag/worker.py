@@ -28,6 +28,7 @@ from procrastinate import exceptions as procrastinate_errors
 from procrastinate import psycopg_connector
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.utils import connector_params
+from procrastinate.worker import Worker
 
 from portal.rag.job_runner import TASK_NAME
 
@@ -70,6 +71,41 @@ async def sweep_stalled(interval: float) -> None:
             logger.warning("stalled-job sweep failed (%s); next in %s s", exc, interval)
 
 
+HEARTBEAT_AGE = (
+    "SELECT extract(epoch FROM now() - last_heartbeat)::float AS age "
+    "FROM procrastinate_workers WHERE id = %(worker_id)s"
+)
+
+
+async def guard_heartbeat(worker: Worker, interval: float, stalled_after: float) -> None:
+    """Return once this worker's heartbeat has stopped being written (or its registration
+    was pruned by another worker), so that it stops and starts again.
+
+    procrastinate writes the heartbeat in a side task, and only watches its side tasks while
+    its periodic-task scheduler runs — with no periodic task, never. A heartbeat task killed
+    by a long database failure would leave a worker that runs jobs while the others take it
+    for dead and run its job again.
+    """
+    while True:
+        await asyncio.sleep(interval)
+        if worker.worker_id is None:
+            continue
+        try:
+            rows = await app.connector.execute_query_all_async(
+                HEARTBEAT_AGE, worker_id=worker.worker_id
+            )
+        except (procrastinate_errors.ConnectorException, psycopg.Error, OSError):
+            continue  # the database is away; fetching jobs fails and restarts the worker
+        age = rows[0]["age"] if rows else None
+        if age is None or age > stalled_after / 2:
+            logger.warning(
+                "worker %s: heartbeat %s; stopping to start again",
+                worker.worker_id,
+                "pruned" if age is None else f"{age:.1f} s old",
+            )
+            return
+
+
 async def serve(*, concurrency: int, burst: bool = False) -> None:
     """Run jobs until stopped (SIGINT/SIGTERM); with ``burst``, until the queue is empty."""
     heartbeat = _setting("HEARTBEAT_S")
@@ -81,30 +117,47 @@ async def serve(*, concurrency: int, burst: bool = False) -> None:
     )
     name = f"rag-worker-{os.getpid()}"
     with app.replace_connector(connector) as worker_app:
+        worker_app.perform_import_paths()  # type: ignore[no-untyped-call]
         while True:
+            worker = Worker(
+                worker_app,
+                name=name,
+                concurrency=concurrency,
+                wait=not burst,
+                update_heartbeat_interval=heartbeat,
+                stalled_worker_timeout=stalled_after,
+                listen_notify=True,
+                fetch_job_polling_interval=2.0,
+            )
             try:
                 async with worker_app.open_async():
-                    sweeper = asyncio.create_task(sweep_stalled(max(heartbeat, 1.0)))
-                    try:
-                        await worker_app.run_worker_async(
-                            name=name,
-                            concurrency=concurrency,
-                            wait=not burst,
-                            update_heartbeat_interval=heartbeat,
-                            stalled_worker_timeout=stalled_after,
-                            listen_notify=True,
-                            fetch_job_polling_interval=2.0,
-                        )
-                    finally:
-                        sweeper.cancel()
-                return
+                    if not await _run_guarded(worker, heartbeat, stalled_after):
+                        return
             except (procrastinate_errors.ConnectorException, psycopg.Error, OSError) as exc:
                 logger.warning(
                     "worker stopped by a database failure (%s); starting again in %s s",
                     exc,
                     RESTART_DELAY_S,
                 )
-                await asyncio.sleep(RESTART_DELAY_S)
+            await asyncio.sleep(RESTART_DELAY_S)
+
+
+async def _run_guarded(worker: Worker, heartbeat: float, stalled_after: float) -> bool:
+    """Run ``worker`` with the stalled-job sweeper and the heartbeat guard beside it; True
+    when the guard stopped it (start again), False when it was asked to stop."""
+    run = asyncio.create_task(worker.run())  # type: ignore[no-untyped-call]
+    sweeper = asyncio.create_task(sweep_stalled(max(heartbeat, 1.0)))
+    guard = asyncio.create_task(guard_heartbeat(worker, max(heartbeat, 1.0), stalled_after))
+    try:
+        await asyncio.wait({run, guard}, return_when=asyncio.FIRST_COMPLETED)
+        restart = guard.done() and not run.done()
+        if restart:
+            worker.stop()  # type: ignore[no-untyped-call]
+        await run  # re-raises what stopped it
+        return restart
+    finally:
+        sweeper.cancel()
+        guard.cancel()
 
 
 def run(*, concurrency: int, burst: bool = False, **_: Any) -> None:
