@@ -8,7 +8,6 @@ runs again, the queued ones run; each succeeds once, within a minute, its docume
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -17,10 +16,10 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
 
 from portal import launch
 from tests.portal.private_postgres import Portal
+from tests.portal.rag.job_helpers import all_ended, job_events, job_rows
 
 SOURCE = "docs"  # allowlisted in acme by bootstrap_demo
 JOBS = 4
@@ -46,16 +45,6 @@ def _content(number: int) -> str:
     return " ".join(sentences)
 
 
-def _job_rows(url: str, ids: list[str]) -> dict[str, dict[str, Any]]:
-    with psycopg.connect(url) as conn, conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            "SELECT id::text, state, stage, attempts, results, error_code "
-            "FROM acme.tenants_ingestjob WHERE id = ANY(%s::uuid[])",
-            (ids,),
-        )
-        return {row["id"]: row for row in cur.fetchall()}
-
-
 def _wait_for_rows(
     url: str,
     ids: list[str],
@@ -68,7 +57,7 @@ def _wait_for_rows(
     rows: dict[str, dict[str, Any]] = {}
     while time.monotonic() < deadline:
         try:
-            rows = _job_rows(url, ids)
+            rows = job_rows(url, ids)
         except psycopg.OperationalError:
             rows = {}
         if rows and done(rows):
@@ -77,23 +66,8 @@ def _wait_for_rows(
     raise AssertionError(f"no {what} within {seconds} s: {rows}")
 
 
-def _job_events(log: Path) -> list[dict[str, Any]]:
-    """The job runner's structured lines (started, retry, succeeded...) in the worker's log."""
-    events = []
-    for line in log.read_text().splitlines():
-        if line.startswith("{") and '"rag.job_' in line:
-            event = json.loads(line)
-            if "job" in event:  # not the sweeper's lines, which name queue entries
-                events.append(event)
-    return events
-
-
 def _running(job_id: str) -> Callable[[dict[str, dict[str, Any]]], bool]:
     return lambda rows: (rows[job_id]["state"], rows[job_id]["stage"]) == ("running", "embedding")
-
-
-def _ended(rows: dict[str, dict[str, Any]]) -> bool:
-    return all(r["state"] in ("succeeded", "failed", "cancelled") for r in rows.values())
 
 
 def test_a_database_crash_mid_job_leaves_the_worker_running_and_every_job_succeeded_once(
@@ -122,16 +96,16 @@ def test_a_database_crash_mid_job_leaves_the_worker_running_and_every_job_succee
             ids.append(response.json()["job_id"])
 
         _wait_for_rows(portal.url, ids, _running(ids[0]), 60, "first job running")
-        before = _job_rows(portal.url, ids)
+        before = job_rows(portal.url, ids)
         down = time.monotonic()
         portal.database.stop_immediately()
         time.sleep(OUTAGE_S)
         portal.database.start()
         up = time.monotonic()
-        ended = _wait_for_rows(portal.url, ids, _ended, RECOVERY_S, "end of every job")
+        ended = _wait_for_rows(portal.url, ids, all_ended, RECOVERY_S, "end of every job")
         assert worker.poll() is None, f"the worker exited ({worker.returncode}); see {log}"
 
-        rows = _job_rows(portal.url, ids)
+        rows = job_rows(portal.url, ids)
         context = f"worker log: {log}"
         assert {i: r["state"] for i, r in rows.items()} == dict.fromkeys(ids, "succeeded"), (
             rows,
@@ -143,7 +117,7 @@ def test_a_database_crash_mid_job_leaves_the_worker_running_and_every_job_succee
         assert attempts[ids[0]] >= 2, f"the crash did not interrupt the first job ({context})"
         assert [attempts[i] for i in ids[1:]] == [1] * (JOBS - 1), context
 
-        events = _job_events(log)
+        events = job_events([log])
         succeeded = Counter(e["job"] for e in events if e["event"] == "rag.job_succeeded")
         assert succeeded == Counter(ids), context
         started = Counter(e["job"] for e in events if e["event"] == "rag.job_started")

@@ -11,7 +11,6 @@ at once (checked from the workers' own logs).
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import random
 import signal
@@ -27,6 +26,7 @@ from psycopg import sql
 
 from portal import launch
 from tests.conftest import LOGS, PortalServer
+from tests.portal.rag.job_helpers import all_ended, job_events, job_rows
 from tests.rag_plugin.stores.pg_helpers import statistics_mismatches
 
 ACME = "acme.localhost"
@@ -73,16 +73,6 @@ def durable_server(
         )
 
 
-def job_rows(dsn: str, ids: list[str]) -> dict[str, dict[str, Any]]:
-    with psycopg.connect(dsn) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
-        cur.execute(
-            "SELECT id::text, state, stage, attempts, results, error_code "
-            "FROM acme.tenants_ingestjob WHERE id = ANY(%s::uuid[])",
-            (ids,),
-        )
-        return {row["id"]: row for row in cur.fetchall()}
-
-
 def wait_until_mid_job(dsn: str, ids: list[str], timeout: float = 60) -> None:
     """Until some job is embedding or writing (a worker is in the middle of it)."""
     deadline = time.monotonic() + timeout
@@ -94,18 +84,6 @@ def wait_until_mid_job(dsn: str, ids: list[str], timeout: float = 60) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("no job reached the middle of a run in time")
-
-
-def runs_from_logs(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every job event the workers logged (started, succeeded, lost, retry...), by pid."""
-    events = []
-    for path in paths:
-        for line in path.read_text().splitlines():
-            if line.startswith("{") and '"rag.job_' in line:
-                event = json.loads(line)
-                if "job" in event:  # not the sweeper's lines, which name queue entries
-                    events.append(event)
-    return events
 
 
 def test_workers_killed_mid_job_leave_every_job_succeeded_once_and_every_document_whole(
@@ -152,7 +130,7 @@ def test_workers_killed_mid_job_leave_every_job_succeeded_once_and_every_documen
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             rows = job_rows(dsn, job_ids)
-            if all(r["state"] in ("succeeded", "failed", "cancelled") for r in rows.values()):
+            if all_ended(rows):
                 break
             time.sleep(0.2)
 
@@ -164,7 +142,7 @@ def test_workers_killed_mid_job_leave_every_job_succeeded_once_and_every_documen
 
     # No job ran in two processes at once: a run ends when it succeeds, gives the job back, or
     # its process is killed; the next run of that job starts after that.
-    events = runs_from_logs(logs)
+    events = job_events(logs)
     by_job: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         by_job.setdefault(event["job"], []).append(event)
