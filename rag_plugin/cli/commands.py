@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from typing import Any, TextIO
 import httpx
 
 from rag_plugin.cli import output
+from rag_plugin.cli.arguments import key_value, positive
 from rag_plugin.cli.chat import add_chat_parser
 from rag_plugin.cli.chat import chat as chat_flow
 from rag_plugin.cli.client import (
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     connection.add_argument("--user", help="user name or e-mail address to log in with")
     connection.add_argument("--password", help="password for --user (prompted on a terminal)")
     connection.add_argument(
-        "--timeout", type=_positive(float), default=300.0, help="seconds per request (300)"
+        "--timeout", type=positive(float), default=300.0, help="seconds per request (300)"
     )
     connection.add_argument("--json", action="store_true", help="machine-readable JSON output")
 
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument(
         "--batch-size",
-        type=_positive(int, most=BATCH_MAX_DOCUMENTS),
+        type=positive(int, most=BATCH_MAX_DOCUMENTS),
         default=DEFAULT_BATCH_SIZE,
         metavar="N",
         help=f"documents per request ({DEFAULT_BATCH_SIZE}; 1 sends each document on its own)",
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     search = commands.add_parser("search", parents=[connection], help="search a collection")
     search.add_argument("--collection", required=True)
     search.add_argument("--query", required=True)
-    search.add_argument("--top-k", type=_positive(int), default=10)
+    search.add_argument("--top-k", type=positive(int), default=10)
     search.add_argument("--strategy", choices=SEARCH_STRATEGIES)
     search.add_argument(
         "--filter",
@@ -123,19 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("collections", parents=[connection], help="list your collections")
     add_chat_parser(commands, connection)
     return parser
-
-
-def key_value(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` as a pair; VALUE is JSON when it parses as a number, boolean or string,
-    else the text itself (``page=3`` is 3, ``topic=birds`` is "birds")."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return key, raw
-    return key, value if isinstance(value, str | int | float | bool) else raw
 
 
 def _pairs(pairs: Sequence[tuple[str, Any]], option: str) -> dict[str, Any]:
@@ -324,20 +311,3 @@ def _non_empty(value: str, flag: str) -> str:
     if not value.strip():
         raise CommandError(f"{flag} must not be empty")
     return value
-
-
-def _positive(kind: Callable[[str], float], most: int | None = None) -> Callable[[str], Any]:
-    """An argparse type that accepts only numbers above zero (and not above ``most``)."""
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be greater than 0, got {text!r}")
-        if most is not None and value > most:
-            raise argparse.ArgumentTypeError(f"must be at most {most}, got {text!r}")
-        return value
-
-    return parse

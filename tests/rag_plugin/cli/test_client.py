@@ -13,14 +13,13 @@ import pytest
 from rag_plugin.cli.client import (
     ApiError,
     IngestResult,
-    LoopbackTransport,
     RagClient,
     api_url,
     encoded_size,
-    is_localhost_subdomain,
     normalize_host,
 )
 from rag_plugin.cli.discovery import Document
+from rag_plugin.cli.transport import LoopbackTransport, is_localhost_subdomain
 from rag_plugin.exceptions import InvalidInputError
 from tests.rag_plugin.cli.fake_portal import PASSWORD, FakePortal, running_fake_portal
 
