@@ -9,7 +9,10 @@ from pathlib import Path, PurePath
 
 from rag_plugin.exceptions import InvalidInputError
 
-SUPPORTED_EXTENSIONS = frozenset({".md", ".markdown", ".txt", ".text", ".json", ".jsonl"})
+EXTENSIONS = (".md", ".markdown", ".txt", ".text", ".json", ".jsonl")
+SUPPORTED_EXTENSIONS = frozenset(EXTENSIONS)
+UNSUPPORTED = f"not a text file ragctl ingests ({' '.join(EXTENSIONS)})"
+EMPTY = "empty (only whitespace)"
 
 _FENCES = ("```", "~~~")
 
@@ -27,7 +30,8 @@ class Document:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file (or folder) that could not be read, with the reason."""
+    """A file (or folder) that is not ingested, with the reason: an unsupported type, an
+    unreadable file or folder, or a file with nothing but whitespace."""
 
     path: Path
     reason: str
@@ -35,7 +39,8 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Discovery:
-    """What a walk found: documents in path order, unreadable files, whitespace-only files."""
+    """What a walk found, in path order: documents, every file skipped (with why), and the
+    whitespace-only files among those."""
 
     documents: tuple[Document, ...]
     skipped: tuple[Skipped, ...]
@@ -82,6 +87,9 @@ def discover(root: Path) -> Discovery:
     documents: list[Document] = []
     empty: list[Path] = []
     for path in candidates:
+        if not is_supported(path):
+            skipped.append(Skipped(path, UNSUPPORTED))
+            continue
         try:
             raw = _read_regular_file(path)
             # utf-8-sig: a byte-order mark is an encoding artefact, not part of the text.
@@ -91,6 +99,7 @@ def discover(root: Path) -> Discovery:
             continue
         if not content.strip():
             empty.append(path)
+            skipped.append(Skipped(path, EMPTY))
             continue
         documents.append(
             Document(
@@ -106,7 +115,7 @@ def discover(root: Path) -> Discovery:
 
 
 def _walk(root: Path, skipped: list[Skipped]) -> list[Path]:
-    """Supported file paths under ``root``, following folder links but never in a cycle."""
+    """File paths under ``root``, following folder links but never in a cycle."""
 
     def report(error: OSError) -> None:
         skipped.append(Skipped(Path(error.filename or root), str(error)))
@@ -126,7 +135,7 @@ def _walk(root: Path, skipped: list[Skipped]) -> list[Path]:
         seen.add(identity)
         # Walk in name order so that, of two links to one folder, the same one always wins.
         subfolders.sort()
-        found.extend(Path(folder, name) for name in files if is_supported(PurePath(name)))
+        found.extend(Path(folder, name) for name in files)
     return found
 
 

@@ -38,8 +38,8 @@ def failed_line(path: Path, error: str) -> str:
 
 
 def skipped_line(path: Path, reason: str) -> str:
-    """The stderr note for a file that is not valid UTF-8 or cannot be read."""
-    return f"skipping unreadable document {path}: {reason}"
+    """``skipped<TAB>path<TAB>reason`` for a file that is not ingested (stderr)."""
+    return f"skipped\t{path}\t{_field(reason)}"
 
 
 def summary_line(documents: int, succeeded: int, failed: int, chunks: int) -> str:

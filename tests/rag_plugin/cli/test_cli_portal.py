@@ -102,9 +102,11 @@ def run_recording(argv: Sequence[str]) -> tuple[int, list[str]]:
 
 
 UNREADABLE = (
-    "skipping unreadable document {docs}/latin1.md: 'utf-8' codec can't decode byte 0xe9 "
-    "in position 3: invalid continuation byte\n"
+    "skipped\t{docs}/blank.txt\tempty (only whitespace)\n"
+    "skipped\t{docs}/latin1.md\t'utf-8' codec can't decode byte 0xe9 in position 3: invalid "
+    "continuation byte\n"
 )
+"""What make_docs' folder prints on stderr first: the files not ingested, with why."""
 
 
 def test_dry_run_is_byte_exact_and_writes_nothing(
@@ -158,7 +160,7 @@ def test_wrong_password_writes_no_document(
     assert code == 1
     assert captured.out == ""
     assert captured.err.startswith(UNREADABLE.format(docs=docs) + "error: login failed: HTTP 401: ")
-    assert captured.err.count("\n") == 2
+    assert captured.err.count("\n") == 3
     assert stored_documents(portal_server, source) == []
     assert source not in collection_names(portal_server)
 

@@ -7,7 +7,13 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from rag_plugin.cli.discovery import discover, document_title, is_supported, source_name
+from rag_plugin.cli.discovery import (
+    Skipped,
+    discover,
+    document_title,
+    is_supported,
+    source_name,
+)
 from rag_plugin.exceptions import InvalidInputError
 
 
@@ -87,7 +93,12 @@ def test_walk_is_recursive_sorted_by_path_components(tmp_path: Path) -> None:
         tmp_path / "a-b.md",
         tmp_path / "b.md",
     ]
-    assert found.skipped == ()
+    assert found.skipped == (
+        Skipped(
+            tmp_path / "image.png",
+            "not a text file ragctl ingests (.md .markdown .txt .text .json .jsonl)",
+        ),
+    )
     assert found.empty == ()
 
 
@@ -151,7 +162,7 @@ def test_folder_named_like_a_document_is_walked_not_read(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\n\t \r\n"])
-def test_whitespace_only_files_are_skipped_silently(tmp_path: Path, blank: str) -> None:
+def test_whitespace_only_files_are_skipped_as_empty(tmp_path: Path, blank: str) -> None:
     empty = write(tmp_path, "empty.md", blank)
     write(tmp_path, "full.md", "x\n")
 
@@ -159,7 +170,34 @@ def test_whitespace_only_files_are_skipped_silently(tmp_path: Path, blank: str) 
 
     assert [document.source for document in found.documents] == ["full.md"]
     assert found.empty == (empty,)
-    assert found.skipped == ()
+    assert found.skipped == (Skipped(empty, "empty (only whitespace)"),)
+
+
+def test_every_file_not_ingested_is_skipped_with_its_reason_in_path_order(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "manual.pdf", b"%PDF-1.7")
+    write(tmp_path, "a/README", "no extension\n")
+    write(tmp_path, "a/notes.md.bak", "backup\n")
+    write(tmp_path, "a/latin.md", b"caf\xe9\n")
+    write(tmp_path, "a/blank.txt", "\n")
+    write(tmp_path, "a/kept.md", "kept\n")
+    os.mkfifo(tmp_path / "a" / "pipe.png")  # never opened: its type alone skips it
+
+    found = discover(tmp_path)
+
+    unsupported = "not a text file ragctl ingests (.md .markdown .txt .text .json .jsonl)"
+    assert [document.source for document in found.documents] == ["a/kept.md"]
+    skipped = [(item.path.relative_to(tmp_path).as_posix(), item.reason) for item in found.skipped]
+    assert skipped == [
+        ("a/README", unsupported),
+        ("a/blank.txt", "empty (only whitespace)"),
+        ("a/latin.md", "'utf-8' codec can't decode byte 0xe9 in position 3: invalid "
+         "continuation byte"),
+        ("a/notes.md.bak", unsupported),
+        ("a/pipe.png", unsupported),
+        ("manual.pdf", unsupported),
+    ]  # fmt: skip
 
 
 def test_linked_folder_is_followed_once_and_a_link_cycle_ends(tmp_path: Path) -> None:

@@ -57,9 +57,13 @@ def make_docs(root: Path) -> Path:
 
 
 BROKEN_NOTE = (
-    "skipping unreadable document {docs}/broken.md: 'utf-8' codec can't decode byte 0xe9 "
-    "in position 3: invalid continuation byte\n"
+    "skipped\t{docs}/blank.txt\tempty (only whitespace)\n"
+    "skipped\t{docs}/broken.md\t'utf-8' codec can't decode byte 0xe9 in position 3: invalid "
+    "continuation byte\n"
+    "skipped\t{docs}/picture.png\tnot a text file ragctl ingests (.md .markdown .txt .text "
+    ".json .jsonl)\n"
 )
+"""What make_docs' folder prints on stderr first: every file not ingested, with why."""
 
 
 def ingest_argv(portal: FakePortal, docs: Path, *extra: str) -> list[str]:
@@ -130,7 +134,18 @@ def test_dry_run_json_lists_documents_skipped_and_empty(
         "guide/intro.md",
         "release_notes.TXT",
     ]
-    assert [item["path"] for item in report["skipped"]] == [f"{docs}/broken.md"]
+    assert report["skipped"] == [
+        {"path": f"{docs}/blank.txt", "reason": "empty (only whitespace)"},
+        {
+            "path": f"{docs}/broken.md",
+            "reason": "'utf-8' codec can't decode byte 0xe9 in position 3: invalid continuation "
+            "byte",
+        },
+        {
+            "path": f"{docs}/picture.png",
+            "reason": "not a text file ragctl ingests (.md .markdown .txt .text .json .jsonl)",
+        },
+    ]
     assert report["empty"] == [f"{docs}/blank.txt"]
     assert report["summary"] == {"documents": 4}
 
@@ -156,7 +171,11 @@ def test_folder_without_documents_fails_before_any_request(tmp_path: Path) -> No
     code = run(["ingest-dir", "--collection", "c", "--docs-path", str(tmp_path)], console)
 
     assert code == 1
-    assert stderr.getvalue() == (f"error: no ingestible text documents found under {tmp_path}\n")
+    assert stderr.getvalue() == (
+        f"skipped\t{tmp_path}/only.png\tnot a text file ragctl ingests (.md .markdown .txt "
+        ".text .json .jsonl)\n"
+        f"error: no ingestible text documents found under {tmp_path}\n"
+    )
 
 
 def test_wrong_password_stops_before_any_ingest(
