@@ -21,6 +21,10 @@ seconds and first / re-ingest.
 distinct chunks in the batches the server's embedder makes of them (``length_batches`` of the
 model's ``CPU_BATCH_SIZE``: similar lengths together).
 
+``--jobs`` measures ingestion jobs instead: submitted with ``"async": true`` and run by one
+worker, then by two, against the bare model, and the latency of a submit of 1 KB, 100 KB and
+1 MB (see :mod:`bench.ingest_jobs`; ``--rounds``, ``--submits``).
+
 ``--store-only`` measures instead the largest non-model cost alone, in seconds and without
 the model: ``PostgresStore.upsert_document`` of the same documents' chunks (fake 384-d
 vectors) on one autocommitting pooled connection, as the portal lends it, in ms/document
@@ -60,8 +64,8 @@ SOURCE = "bench"
 
 
 @contextmanager
-def portal(url: str) -> Iterator[httpx.Client]:
-    """The portal under gunicorn on ``url`` with the real model; a logged-in client for alice."""
+def served(url: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """The portal under gunicorn on ``url`` with the real model: its port and environment."""
     # bootstrap_demo's demo documents only need the fake embedder; the server is real.
     env = launch.portal_env(url, RAG_EMBEDDER="fake", RAG_LOGIN_RATE="1000/minute")
     launch.prepare(env, PASSWORD)
@@ -69,6 +73,13 @@ def portal(url: str) -> Iterator[httpx.Client]:
     env["RAG_EMBEDDER"] = "fastembed"
     log_path = PROJECT_ROOT / ".bench-cache" / "ingest-portal.log"
     with launch.gunicorn(env, log_path, workers=1, threads=2) as port:
+        yield port, env
+
+
+@contextmanager
+def portal(url: str) -> Iterator[httpx.Client]:
+    """The portal under gunicorn on ``url`` with the real model; a logged-in client for alice."""
+    with served(url) as (port, _):
         token = launch.login(port, HOST, "alice", PASSWORD)
         with launch.client(port, HOST, token, timeout=300) as client:
             yield client
@@ -193,6 +204,13 @@ def main() -> None:
     parser.add_argument(
         "--store-only", action="store_true", help="time upsert_document alone (no model, no HTTP)"
     )
+    parser.add_argument(
+        "--jobs", action="store_true", help="ingestion jobs with 1 and 2 workers, submit latency"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="--jobs: measurements per worker count"
+    )
+    parser.add_argument("--submits", type=int, default=50, help="--jobs: submits per size")
     args = parser.parse_args()
 
     corpus = list(load_beir(args.data, args.split).corpus.values())[: args.documents]
@@ -203,6 +221,14 @@ def main() -> None:
     chunker = TextChunker(api_chunker_config())
     if args.store_only:
         _print(store_write(documents, chunker), as_json=args.json)
+        return
+    if args.jobs:
+        from bench import ingest_jobs  # it imports this module
+
+        report = ingest_jobs.run(
+            documents, chunker, batch=args.batch, rounds=args.rounds, submits=args.submits
+        )
+        print(json.dumps(report, indent=2) if args.json else ingest_jobs.table(report))
         return
     calls = model_batches(documents, chunker, args.batch)
     bare_model_seconds([["warm up the model"]])  # loads it; not timed

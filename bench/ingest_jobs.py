@@ -1,0 +1,317 @@
+"""Ingestion jobs end to end against the bare model, and the latency of submitting one.
+
+Not a test: ``bench/ingest.py --jobs`` runs it, on a scratch database of its own and the
+portal under gunicorn as :func:`bench.ingest.served` makes them. In one run:
+
+- **Jobs.** The first N SciFact documents are submitted with ``"async": true`` (one
+  ``POST /api/rag/ingest`` each, or ``--batch`` per ``POST /api/rag/ingest/batch``), to be
+  run by one worker process (``manage.py rag_worker`` through ``portal.launch.worker``), then
+  by two. The jobs of one owner's collection share a queue lock and run one after another, so
+  the requests alternate between alice and bob of tenant acme (each their own collection of
+  one name): two workers can then run two jobs side by side. Both measurements split the
+  documents so; only the number of workers differs. Each has a fresh collection and an
+  emptied embedding cache (``acme.rag_embedding_cache``: keyed by model and text hash, it
+  would otherwise serve the vectors of the measurement before). Its workers are started,
+  registered and warmed by a tiny job each before the clock starts; the clock runs from the
+  first submit to the last job's ``finished_at``, the job list being polled (as the tenant
+  admin) every half second to learn when that is.
+- **Bare model.** ``TextEmbedding.embed`` of the same loaded ONNX model, in this process and
+  with no worker running, embeds each job's distinct chunks in the calls the worker's embedder
+  makes (``length_batches`` of ``CPU_BATCH_SIZE``): before the first measurement, between
+  measurements and after the last, so each is bracketed by two model passes whose mean is its
+  baseline, and load drift hits both sides. Overhead = (jobs − model) / model.
+- **Submit latency.** With no worker running, ``POST /api/rag/ingest`` with ``"async": true``
+  of documents of 1 KB, 100 KB and 1 MB (SciFact text), the sizes taken in turn, timed by the
+  client with the body encoded beforehand. Those jobs stay queued and go with the database.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from datetime import datetime
+from typing import Any
+
+import httpx
+import psycopg
+
+from bench.ingest import (
+    HOST,
+    PASSWORD,
+    SOURCE,
+    bare_model_seconds,
+    model_batches,
+    requests,
+    served,
+)
+from portal import launch
+from portal.embedded_db import PROJECT_ROOT
+from rag_plugin.chunking import TextChunker
+
+USERS = ("alice", "bob")
+"""Who submits the jobs, request by request in turn: two owners, two queue locks."""
+ADMIN = "admin"
+POLL_S = 0.5
+SIZES = {"1 KB": 1024, "100 KB": 100 * 1024, "1 MB": 1024 * 1024}
+LOGS = PROJECT_ROOT / ".bench-cache"
+
+
+def run(
+    documents: list[dict[str, str]],
+    chunker: TextChunker,
+    *,
+    batch: int,
+    rounds: int,
+    submits: int,
+) -> dict[str, Any]:
+    """Measure the bare model and the jobs with 1 and 2 workers, ``rounds`` times, then the
+    submit latency; return the report."""
+    calls = model_batches(documents, chunker, batch)
+    bare_model_seconds([["warm up the model"]])  # loads it; not timed
+    with (
+        launch.scratch_database("bench_ingest_jobs") as url,
+        served(url) as (port, env),
+        ExitStack() as stack,
+    ):
+        clients = {
+            user: stack.enter_context(
+                launch.client(port, HOST, launch.login(port, HOST, user, PASSWORD), timeout=300)
+            )
+            for user in (*USERS, ADMIN)
+        }
+        model = [model_pass(calls)]
+        passes: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+        for number in range(rounds):
+            for workers in (1, 2):
+                collection = f"jobs_r{number}_w{workers}"
+                launch.set_source(url, "acme", collection, True)
+                measured = jobs_pass(
+                    url, env, clients, collection, requests(documents, batch), workers=workers
+                )
+                model.append(model_pass(calls))
+                passes[workers].append({**measured, "model_s": (model[-2] + model[-1]) / 2})
+        latency = submit_latency(clients["alice"], documents, submits)
+    chunks = {int(p["chunks"]) for runs in passes.values() for p in runs}
+    if len(chunks) != 1:
+        raise RuntimeError(f"The measurements created different numbers of chunks: {chunks}.")
+    (chunk_count,) = chunks
+    model_s = statistics.mean(model)
+    return {
+        "documents": len(documents),
+        "documents_per_job": batch or 1,
+        "jobs": len(calls),
+        "chunks": chunk_count,
+        "distinct_texts_embedded": sum(len(b) for call in calls for b in call),
+        "rounds": rounds,
+        "bare_model": {
+            "s": round(model_s, 2),
+            "chunks_per_s": round(chunk_count / model_s, 1),
+            "passes_s": [round(m, 2) for m in model],
+        },
+        **{
+            f"jobs_{workers}_worker{'s' if workers > 1 else ''}": summary(runs, chunk_count)
+            for workers, runs in passes.items()
+        },
+        "submit_latency_ms": latency,
+    }
+
+
+def model_pass(calls: list[list[list[str]]]) -> float:
+    """Seconds the bare model takes for every job's calls."""
+    return sum(bare_model_seconds(job) for job in calls)
+
+
+def jobs_pass(
+    url: str,
+    env: Mapping[str, str],
+    clients: Mapping[str, httpx.Client],
+    collection: str,
+    requests_: list[list[dict[str, str]]],
+    *,
+    workers: int,
+) -> dict[str, float]:
+    """Submit ``requests_`` as jobs into ``collection`` (alice and bob in turn) with
+    ``workers`` workers running; the seconds from the first submit to the last job's end."""
+    with ExitStack() as stack:
+        first_id = _worker_ids(url)
+        processes = [
+            stack.enter_context(launch.worker(env, LOGS / f"ingest-jobs-worker-{n}.log"))
+            for n in range(workers)
+        ]
+        wait_registered(url, first_id, processes)
+        warm = [
+            submit(clients[USERS[n]], SOURCE, [{"content": "warm up " * 10, "source": f"warm{n}"}])
+            for n in range(workers)
+        ]
+        wait_ended(clients[ADMIN], SOURCE, warm)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("TRUNCATE acme.rag_embedding_cache")
+        started = time.time()
+        ids = [
+            submit(clients[USERS[n % len(USERS)]], collection, request)
+            for n, request in enumerate(requests_)
+        ]
+        submitted = time.time() - started
+        jobs = wait_ended(clients[ADMIN], collection, ids)
+    failed = [job for job in jobs if job["state"] != "succeeded"]
+    if failed:
+        raise RuntimeError(f"{len(failed)} jobs did not succeed, e.g. {failed[0]}")
+    results = [result for job in jobs for result in job["results"]]
+    if any(result["unchanged"] for result in results):
+        raise RuntimeError(f"Documents of the fresh collection {collection} came back unchanged.")
+    starts = [_at(job["started_at"]) for job in jobs]
+    ends = [_at(job["finished_at"]) for job in jobs]
+    return {
+        "s": max(ends) - started,
+        "submit_s": submitted,
+        "first_start_s": min(starts) - started,
+        "in_jobs_s": sum(end - start for start, end in zip(starts, ends, strict=True)),
+        "chunks": sum(result["chunks_created"] for result in results),
+    }
+
+
+def _worker_ids(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT coalesce(max(id), 0) FROM procrastinate_workers").fetchone()
+    return int(row[0]) if row else 0
+
+
+def wait_registered(url: str, after_id: int, processes: Sequence[Any]) -> None:
+    """Wait until every worker process has loaded the model and registered with the queue."""
+    deadline = time.monotonic() + 180
+    while True:
+        if any(process.poll() is not None for process in processes):
+            raise RuntimeError(f"A worker exited; see {LOGS}/ingest-jobs-worker-*.log")
+        with psycopg.connect(url) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM procrastinate_workers WHERE id > %s", (after_id,)
+            ).fetchone()
+        if row and row[0] >= len(processes):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"The workers did not register in 180 s; see {LOGS}")
+        time.sleep(0.2)
+
+
+def submit(client: httpx.Client, collection: str, request: list[dict[str, str]]) -> str:
+    """Submit one job of ``request``'s documents; its id."""
+    if len(request) == 1:
+        body: dict[str, Any] = {"collection": collection, "async": True, **request[0]}
+        response = client.post("/api/rag/ingest", json=body)
+    else:
+        body = {"collection": collection, "async": True, "documents": request}
+        response = client.post("/api/rag/ingest/batch", json=body)
+    if response.status_code != 202:
+        raise RuntimeError(f"submit failed: {response.status_code} {response.text}")
+    return str(response.json()["job_id"])
+
+
+def wait_ended(admin: httpx.Client, collection: str, ids: list[str]) -> list[dict[str, Any]]:
+    """Poll the tenant's job list until the jobs ``ids`` have all ended; return them."""
+    wanted = set(ids)
+    deadline = time.monotonic() + 900
+    while True:
+        response = admin.get("/api/rag/jobs", params={"collection": collection, "limit": 1000})
+        response.raise_for_status()
+        jobs = [job for job in response.json()["jobs"] if job["id"] in wanted]
+        if len(jobs) == len(wanted) and all(job["finished_at"] for job in jobs):
+            return jobs
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"The jobs of {collection} did not end in 900 s; see {LOGS}")
+        time.sleep(POLL_S)
+
+
+def _at(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def submit_latency(
+    client: httpx.Client, documents: list[dict[str, str]], count: int
+) -> dict[str, dict[str, float]]:
+    """ms per ``"async": true`` submit of ``count`` documents of each size, sizes in turn."""
+    text = "\n\n".join(document["content"] for document in documents)
+    bodies = {}
+    for label, size in SIZES.items():
+        encoded = (text * (size // len(text) + 1)).encode("utf-8")[:size]
+        bodies[label] = encoded.decode("utf-8", errors="ignore")
+    times: dict[str, list[float]] = {label: [] for label in SIZES}
+    for number in range(count):
+        for label, content in bodies.items():
+            body = json.dumps(
+                {
+                    "collection": SOURCE,
+                    "async": True,
+                    "source": f"latency-{label}-{number}",
+                    "content": content,
+                }
+            ).encode("utf-8")
+            started = time.perf_counter()
+            response = client.post(
+                "/api/rag/ingest", content=body, headers={"Content-Type": "application/json"}
+            )
+            times[label].append(1000 * (time.perf_counter() - started))
+            if response.status_code != 202:
+                raise RuntimeError(f"submit failed: {response.status_code} {response.text}")
+    return {label: {"n": len(samples), **quantiles(samples)} for label, samples in times.items()}
+
+
+def quantiles(samples: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / p99 / max (as bench/real_query.py takes them), rounded to 0.1."""
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    found = {"p50": statistics.median(ordered), "p95": at(0.95), "p99": at(0.99)}
+    return {**{k: round(v, 1) for k, v in found.items()}, "max": round(ordered[-1], 1)}
+
+
+def summary(runs: list[dict[str, float]], chunks: int) -> dict[str, Any]:
+    """One worker count's measurements, summed over the rounds."""
+    jobs_s = sum(run["s"] for run in runs)
+    model_s = sum(run["model_s"] for run in runs)
+    return {
+        "s": round(jobs_s / len(runs), 2),
+        "model_s": round(model_s / len(runs), 2),
+        "chunks_per_s": round(chunks * len(runs) / jobs_s, 1),
+        "overhead": round((jobs_s - model_s) / model_s, 3),
+        "overheads": [round((run["s"] - run["model_s"]) / run["model_s"], 3) for run in runs],
+        "submit_s": round(statistics.mean(run["submit_s"] for run in runs), 2),
+        "first_start_s": round(statistics.mean(run["first_start_s"] for run in runs), 3),
+        "in_jobs_s": round(statistics.mean(run["in_jobs_s"] for run in runs), 2),
+    }
+
+
+def table(report: dict[str, Any]) -> str:
+    """The report as a readable table."""
+    lines = [
+        f"{report['documents']} documents, {report['documents_per_job']} per job: "
+        f"{report['jobs']} jobs, {report['chunks']} chunks "
+        f"({report['distinct_texts_embedded']} distinct texts embedded), "
+        f"{report['rounds']} round(s)",
+        "",
+        f"{'':22} {'seconds':>8} {'chunks/s':>9} {'model s':>8} {'overhead':>9} "
+        f"{'submit s':>9} {'1st start':>9} {'in jobs s':>9}",
+    ]
+    bare = report["bare_model"]
+    lines.append(
+        f"{'bare model':22} {bare['s']:8.2f} {bare['chunks_per_s']:9.1f} {'':8} {'':9} "
+        f"   passes: {', '.join(f'{s:.2f}' for s in bare['passes_s'])}"
+    )
+    for key, name in (("jobs_1_worker", "jobs, 1 worker"), ("jobs_2_workers", "jobs, 2 workers")):
+        row = report[key]
+        lines.append(
+            f"{name:22} {row['s']:8.2f} {row['chunks_per_s']:9.1f} {row['model_s']:8.2f} "
+            f"{100 * row['overhead']:8.1f}% {row['submit_s']:9.2f} {row['first_start_s']:9.3f} "
+            f"{row['in_jobs_s']:9.2f}"
+        )
+    lines += ["", f"{'submit latency, ms':22} {'n':>4} {'p50':>7} {'p95':>7} {'p99':>7} {'max':>7}"]
+    for label, q in report["submit_latency_ms"].items():
+        lines.append(
+            f"{label:22} {q['n']:4d} {q['p50']:7.1f} {q['p95']:7.1f} {q['p99']:7.1f} "
+            f"{q['max']:7.1f}"
+        )
+    return "\n".join(lines)
