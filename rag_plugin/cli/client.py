@@ -8,11 +8,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, TypeGuard
+from urllib.parse import quote
 
 import httpx
 from httpx_sse import connect_sse
 
 from rag_plugin.cli.errors import ApiError as ApiError  # raised by every request
+from rag_plugin.cli.job import Job, JobPage, Submitted
 from rag_plugin.cli.transport import http_client
 from rag_plugin.exceptions import InvalidInputError
 
@@ -84,7 +86,7 @@ def api_url(host: str, path: str) -> str:
 
 
 class RagClient:
-    """Login, ingest, search and list collections over the portal's REST API."""
+    """Login, ingest, search, jobs and collections over the portal's REST API."""
 
     def __init__(
         self, host: str, *, timeout: float = 300.0, transport: httpx.BaseTransport | None = None
@@ -130,8 +132,13 @@ class RagClient:
         tags: Sequence[str],
         chunking_strategy: str | None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> IngestResult:
-        """Ingest one document; the server replaces an earlier document with the same source."""
+        job: bool = False,
+    ) -> IngestResult | Submitted:
+        """Ingest one document; the server replaces an earlier document with the same source.
+
+        ``job``: ask for a background job. The server answers with the job (202) then, and
+        also for content over its size threshold; an older portal ingests at once (200).
+        """
         payload: dict[str, Any] = {
             "collection": collection,
             "content": content,
@@ -143,7 +150,11 @@ class RagClient:
             payload["metadata"] = dict(metadata)
         if chunking_strategy is not None:
             payload["chunking_strategy"] = chunking_strategy
-        body = self._request("POST", "/api/rag/ingest", payload)
+        if job:
+            payload["async"] = True
+        status, body = self._send("POST", "/api/rag/ingest", payload)
+        if status == 202:
+            return Submitted.from_json(body)
         chunks = body.get("chunks_created") if isinstance(body, dict) else None
         if not _is_integer(chunks):
             raise ApiError(f"ingest response has no integer chunks_created: {body!r:.200}")
@@ -158,15 +169,21 @@ class RagClient:
         tags: Sequence[str],
         chunking_strategy: str | None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> list[IngestResult]:
-        """Ingest several documents in one request: the server writes all of them or none."""
+        job: bool = False,
+    ) -> list[IngestResult] | Submitted:
+        """Ingest several documents in one request: the server writes all of them or none
+        (``job`` as for :meth:`ingest`; a job, too, writes all or none)."""
         payload: dict[str, Any] = {
             "collection": collection,
             "documents": [document_fields(document, tags, metadata) for document in documents],
         }
         if chunking_strategy is not None:
             payload["chunking_strategy"] = chunking_strategy
-        body = self._request("POST", "/api/rag/ingest/batch", payload)
+        if job:
+            payload["async"] = True
+        status, body = self._send("POST", "/api/rag/ingest/batch", payload)
+        if status == 202:
+            return Submitted.from_json(body)
         entries = body.get("documents") if isinstance(body, dict) else None
         if not isinstance(entries, list) or len(entries) != len(documents):
             raise ApiError(
@@ -214,6 +231,38 @@ class RagClient:
             raise ApiError(f"collections response is not a list of objects: {body!r:.200}")
         return body
 
+    def jobs(
+        self,
+        *,
+        state: str | None = None,
+        collection: str | None = None,
+        shared: bool | None = None,
+        limit: int | None = None,
+    ) -> JobPage:
+        """A page of the caller's ingestion jobs, newest first (``GET /api/rag/jobs``)."""
+        params: dict[str, str] = {}
+        if state is not None:
+            params["state"] = state
+        if collection is not None:
+            params["collection"] = collection
+        if shared is not None:
+            params["shared"] = "true" if shared else "false"
+        if limit is not None:
+            params["limit"] = str(limit)
+        return JobPage.from_json(self._request("GET", "/api/rag/jobs", None, params=params))
+
+    def job(self, job_id: str) -> Job:
+        """One job as it stands now; someone else's or an unknown id is a 404."""
+        return Job.from_json(self._request("GET", _job_path(job_id), None))
+
+    def cancel_job(self, job_id: str) -> Job:
+        """Cancel a queued job, or ask a running one to stop at its next stage (409 if ended)."""
+        return Job.from_json(self._request("POST", f"{_job_path(job_id)}/cancel", None))
+
+    def retry_job(self, job_id: str) -> Job:
+        """Queue a failed or cancelled job again (409 for any other state)."""
+        return Job.from_json(self._request("POST", f"{_job_path(job_id)}/retry", None))
+
     def chat(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """The server's answer to one chat turn (``POST /api/rag/chat``), unchanged."""
         body = self._request("POST", "/api/rag/chat", dict(payload))
@@ -244,17 +293,38 @@ class RagClient:
                     )
                 yield event.event, data
 
-    def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> Any:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
+        return self._send(method, path, payload, params)[1]
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None,
+        params: Mapping[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        """The status and JSON body of a successful answer; an error status is an ApiError."""
         url = api_url(self.host, path)
         with _reaching(url):
-            response = self._http.request(method, url, json=payload)
+            response = self._http.request(method, url, json=payload, params=params)
         if not response.is_success:
             message, code = _error_details(response)
             raise ApiError(message, status=response.status_code, code=code)
         try:
-            return response.json()
+            return response.status_code, response.json()
         except ValueError as exc:
             raise ApiError(f"{url} answered with invalid JSON: {response.text!r:.200}") from exc
+
+
+def _job_path(job_id: str) -> str:
+    """The job's URL path; the id is escaped, so a typed id cannot reach another route."""
+    return f"/api/rag/jobs/{quote(job_id, safe='')}"
 
 
 @contextmanager

@@ -1,5 +1,6 @@
 """The ``ragctl`` commands: argument parsing and the ingest-dir, search and collections flows
-(sending ingest-dir's documents is ``sending.py``, the chat ``chat.py``)."""
+(sending ingest-dir's documents and waiting for their jobs is ``sending.py``, the chat
+``chat.py``)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from rag_plugin.cli.client import (
     normalize_host,
 )
 from rag_plugin.cli.discovery import Discovery, discover
-from rag_plugin.cli.sending import document_json, send_documents
+from rag_plugin.cli.sending import Interrupted, Sent, document_json, send_documents
 from rag_plugin.exceptions import RagError
 
 CHUNKING_STRATEGIES = ("word", "semantic", "character")
@@ -32,6 +33,7 @@ SEARCH_STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid")
 HOST_ENV = "RAG_HOST"
 TOKEN_ENV = "RAG_TOKEN"  # noqa: S105 (the variable's name, not a secret)
 DEFAULT_BATCH_SIZE = 20
+DEFAULT_WAIT_TIMEOUT = 3600.0
 
 
 class CommandError(RagError):
@@ -101,6 +103,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument(
         "--dry-run", action="store_true", help="list what would be sent; no network at all"
+    )
+    ingest.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="submit the ingestion jobs, print their ids and exit without waiting for them",
+    )
+    ingest.add_argument(
+        "--wait-timeout",
+        type=positive(float),
+        default=DEFAULT_WAIT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up waiting for the jobs after this long ({DEFAULT_WAIT_TIMEOUT:.0f}; they go "
+        "on in the portal) and exit non-zero",
     )
 
     search = commands.add_parser("search", parents=[connection], help="search a collection")
@@ -172,35 +187,72 @@ def ingest_dir(args: argparse.Namespace, console: Console) -> int:
         _report_dry_run(discovery, args.json, console)
         return 0
 
+    metadata = _pairs(args.metadata, "--metadata")
+    show_bar = not args.json and console.stderr.isatty()
     with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
         client.use_token(_token(args, console, client))
-        outcomes = send_documents(
-            client,
-            collection,
-            discovery.documents,
-            tags=args.tags,
-            chunking_strategy=args.chunking_strategy,
-            metadata=_pairs(args.metadata, "--metadata"),
-            batch_size=args.batch_size,
-            quiet=args.json,
-            console=console,
-        )
+        try:
+            sent = send_documents(
+                client,
+                collection,
+                discovery.documents,
+                tags=args.tags,
+                chunking_strategy=args.chunking_strategy,
+                metadata=metadata,
+                batch_size=args.batch_size,
+                wait=not args.no_wait,
+                wait_timeout=args.wait_timeout,
+                progress=console.stderr if show_bar else None,
+            )
+        except Interrupted as stop:
+            ids = ", ".join(job["job_id"] for job in stop.sent.pending)
+            if ids:
+                console.err(f"these jobs go on in the portal (`ragctl jobs` shows them): {ids}")
+            raise
+    return _report_ingest(discovery, sent, args, console)
 
+
+def _report_ingest(
+    discovery: Discovery, sent: Sent, args: argparse.Namespace, console: Console
+) -> int:
+    """A line per document, the jobs not waited for, the summary; non-zero when a document
+    failed or a job has not ended."""
+    outcomes = sent.outcomes
     failed = sum(1 for outcome in outcomes if outcome["status"] == "failed")
-    succeeded = len(outcomes) - failed
+    succeeded = sum(1 for outcome in outcomes if outcome["status"] == "ingested")
+    pending = len(outcomes) - failed - succeeded
     chunks = sum(outcome.get("chunks", 0) for outcome in outcomes)
     if args.json:
         summary = {
             "documents": len(outcomes),
             "succeeded": succeeded,
             "failed": failed,
+            "pending": pending,
             "chunks": chunks,
         }
-        console.out(output.json_text(_discovery_json(discovery, False, outcomes, summary)))
+        report = _discovery_json(discovery, False, outcomes, summary)
+        console.out(output.json_text({**report, "jobs": sent.jobs}))
     else:
-        console.out(output.summary_line(len(outcomes), succeeded, failed, chunks))
-    if failed:
-        raise CommandError(f"{failed} document(s) failed ingestion")
+        for outcome in outcomes:
+            path = Path(outcome["path"])
+            if outcome["status"] == "ingested":
+                console.out(output.ingested_line(path, outcome["chunks"]))
+            elif outcome["status"] == "failed":
+                console.err(output.failed_line(path, output.failure(outcome)))
+        if args.no_wait:
+            for job in sent.pending:
+                console.out(output.job_line(job["job_id"], job["documents"]))
+        console.out(output.summary_line(len(outcomes), succeeded, failed, chunks, pending))
+    problems = [f"{failed} document(s) failed ingestion"] if failed else []
+    if sent.pending and not args.no_wait:
+        waiting = ", ".join(f"{job['job_id']} ({job['state']})" for job in sent.pending)
+        problems.append(
+            f"{len(sent.pending)} job(s) had not ended after --wait-timeout "
+            f"{args.wait_timeout:g} seconds and go on in the portal: {waiting}; "
+            "`ragctl jobs` shows them"
+        )
+    if problems:
+        raise CommandError("; ".join(problems))
     return 0
 
 

@@ -37,14 +37,34 @@ def failed_line(path: Path, error: str) -> str:
     return f"failed\t{path}\t{_field(error)}"
 
 
+def failure(outcome: Mapping[str, Any]) -> str:
+    """Why a document failed: ``HTTP status: message`` for a refused request, ``CODE:
+    message`` for a failed job, then the job's id."""
+    text = str(outcome.get("error") or "unknown error")
+    if outcome.get("http_status") is not None:
+        text = f"HTTP {outcome['http_status']}: {text}"
+    elif outcome.get("code"):
+        text = f"{outcome['code']}: {text}"
+    if outcome.get("job_id"):
+        text += f" (job {outcome['job_id']})"
+    return text
+
+
 def skipped_line(path: Path, reason: str) -> str:
     """``skipped<TAB>path<TAB>reason`` for a file that is not ingested (stderr)."""
     return f"skipped\t{path}\t{_field(reason)}"
 
 
-def summary_line(documents: int, succeeded: int, failed: int, chunks: int) -> str:
-    """``summary<TAB>documents=N succeeded=S failed=F chunks=C``."""
-    return f"summary\tdocuments={documents} succeeded={succeeded} failed={failed} chunks={chunks}"
+def job_line(job_id: str, documents: int) -> str:
+    """``job<TAB>id<TAB>N documents`` for a job submitted and not waited for."""
+    return f"job\t{job_id}\t{documents} documents"
+
+
+def summary_line(documents: int, succeeded: int, failed: int, chunks: int, pending: int = 0) -> str:
+    """``summary<TAB>documents=N succeeded=S failed=F chunks=C`` (then `` pending=P`` for
+    documents in jobs not waited for to the end)."""
+    line = f"summary\tdocuments={documents} succeeded={succeeded} failed={failed} chunks={chunks}"
+    return f"{line} pending={pending}" if pending else line
 
 
 def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:

@@ -1,15 +1,19 @@
-"""Sending ``ragctl ingest-dir``'s documents: in batches through ``/api/rag/ingest/batch``,
-one request per document when a batch fails (or the server has no batch route), with a
-progress bar on a terminal and an outcome per document."""
+"""Sending ``ragctl ingest-dir``'s documents as ingestion jobs, and waiting for them.
+
+Documents go in batches through ``/api/rag/ingest/batch`` (one request per document when a
+batch is refused, or the server has no batch route), each request asking for a job. The jobs
+are then polled until they end, with one progress bar over all the files on a terminal. A
+portal that predates jobs ingests at once (200), which counts as done.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from dataclasses import dataclass, field
+from typing import Any, TextIO, TypeVar
 
 from tqdm import tqdm
 
-from rag_plugin.cli import output
 from rag_plugin.cli.client import (
     ApiError,
     IngestResult,
@@ -18,29 +22,37 @@ from rag_plugin.cli.client import (
     encoded_size,
 )
 from rag_plugin.cli.discovery import Document
+from rag_plugin.cli.job import Job, Submitted
+from rag_plugin.cli.waiting import JobWatch, Pacer
 
-if TYPE_CHECKING:
-    from rag_plugin.cli.commands import Console
+__all__ = [
+    "MAX_BATCH_BYTES",
+    "Interrupted",
+    "Sent",
+    "document_json",
+    "plan_batches",
+    "send_documents",
+]
 
-__all__ = ["MAX_BATCH_BYTES", "document_json", "plan_batches", "send_documents"]
+T = TypeVar("T")
 
 MAX_BATCH_BYTES = 1024 * 1024
 """JSON bytes of documents per batch request: half the portal's default 2 MiB body limit."""
 
 
 def plan_batches(
-    documents: Sequence[Document],
+    documents: Sequence[T],
     *,
     max_documents: int,
     max_bytes: int,
-    size: Callable[[Document], int],
-) -> list[tuple[Document, ...]]:
+    size: Callable[[T], int],
+) -> list[tuple[T, ...]]:
     """Consecutive groups of at most ``max_documents`` and ``max_bytes`` (by ``size``), in order.
 
     A document bigger than ``max_bytes`` on its own makes a group of one.
     """
-    batches: list[tuple[Document, ...]] = []
-    current: list[Document] = []
+    batches: list[tuple[T, ...]] = []
+    current: list[T] = []
     current_bytes = 0
     for document in documents:
         document_bytes = size(document)
@@ -56,103 +68,265 @@ def plan_batches(
     return batches
 
 
+@dataclass(frozen=True)
+class Sent:
+    """What became of the documents: an outcome each, in their order (``status`` ingested,
+    failed, or the state of the job still carrying it), and every job submitted."""
+
+    outcomes: list[dict[str, Any]]
+    jobs: list[dict[str, Any]]
+
+    @property
+    def pending(self) -> list[dict[str, Any]]:
+        """The jobs still queued or running, oldest first."""
+        return [job for job in self.jobs if job["state"] in ("queued", "running")]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while sending or waiting; the jobs submitted go on in the portal. ``sent``:
+    what was known then."""
+
+    def __init__(self, sent: Sent) -> None:
+        super().__init__()
+        self.sent = sent
+
+
+@dataclass
+class _Options:
+    collection: str
+    tags: Sequence[str]
+    chunking_strategy: str | None
+    metadata: dict[str, Any]
+
+
+@dataclass
+class _JobEntry:
+    """A submitted job and the positions of its documents."""
+
+    job_id: str
+    positions: tuple[int, ...]
+    state: str
+    reason: str | None
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "state": self.state,
+            "documents": len(self.positions),
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class _Run:
+    """One ingest-dir run: each document's outcome once decided, and the jobs deciding them."""
+
+    client: RagClient
+    options: _Options
+    documents: Sequence[Document]
+    bar: Any  # tqdm: counts the documents decided
+    outcomes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    jobs: dict[str, _JobEntry] = field(default_factory=dict)
+    watch: JobWatch = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.watch = JobWatch(self.client.job)
+
+    def submit(self, batches: Sequence[tuple[int, ...]]) -> None:
+        """Ask for a job per batch; a refused batch goes again one request per document."""
+        use_batch_route = True
+        for batch in batches:
+            if len(batch) > 1 and use_batch_route:
+                first = self.documents[batch[0]].source
+                self.bar.set_postfix_str(f"sending {first} (+{len(batch) - 1})")
+                try:
+                    answer = self.client.ingest_batch(
+                        collection=self.options.collection,
+                        documents=[self.documents[position] for position in batch],
+                        tags=self.options.tags,
+                        chunking_strategy=self.options.chunking_strategy,
+                        metadata=self.options.metadata,
+                        job=True,
+                    )
+                except ApiError as exc:
+                    # The server took none of the batch: fall through to one request per
+                    # document, so each gets its own outcome. A server without the route
+                    # (an older portal) is not asked again.
+                    use_batch_route = exc.status not in (404, 405)
+                else:
+                    if isinstance(answer, Submitted):
+                        self._track(answer, batch)
+                    else:
+                        for position, result in zip(batch, answer, strict=True):
+                            self._ingested(position, result, None)
+                    continue
+            for position in batch:
+                self._submit_one(position)
+
+    def wait(self, pacer: Pacer) -> None:
+        """Poll the jobs until each has ended or the pacer's deadline has passed."""
+        while self.watch.pending and pacer.wait():
+            for job_id, answer in self.watch.poll():
+                self._settle(self.jobs[job_id], answer)
+            self._count()
+            for job_id, seen in self.watch.last_seen.items():
+                if seen is not None:
+                    self.jobs[job_id].state = seen.state
+
+    def sent(self) -> Sent:
+        outcomes = []
+        carried = {position: entry for entry in self.jobs.values() for position in entry.positions}
+        for position, document in enumerate(self.documents):
+            outcome = self.outcomes.get(position)
+            if outcome is None:
+                entry = carried[position]
+                outcome = {**document_json(document), "status": entry.state}
+                outcome["job_id"] = entry.job_id
+            outcomes.append(outcome)
+        return Sent(outcomes, [entry.json() for entry in self.jobs.values()])
+
+    def _submit_one(self, position: int) -> None:
+        document = self.documents[position]
+        self.bar.set_postfix_str(f"sending {document.source}")
+        try:
+            answer = self.client.ingest(
+                collection=self.options.collection,
+                content=document.content,
+                title=document.title,
+                source=document.source,
+                tags=self.options.tags,
+                chunking_strategy=self.options.chunking_strategy,
+                metadata=self.options.metadata,
+                job=True,
+            )
+        except ApiError as exc:
+            self._decide(position, status="failed", http_status=exc.status, error=exc.message)
+            return
+        if isinstance(answer, Submitted):
+            self._track(answer, (position,))
+        else:
+            self._ingested(position, answer, None)
+
+    def _track(self, submitted: Submitted, positions: tuple[int, ...]) -> None:
+        self.jobs[submitted.job_id] = _JobEntry(
+            submitted.job_id, positions, submitted.state, submitted.reason
+        )
+        self.watch.add([submitted.job_id])
+
+    def _settle(self, entry: _JobEntry, answer: Job | ApiError) -> None:
+        """Decide the documents of a job that has ended (or that the server no longer knows)."""
+        if isinstance(answer, ApiError):
+            entry.state = "unknown"
+            for position in entry.positions:
+                self._decide(
+                    position,
+                    status="failed",
+                    http_status=answer.status,
+                    error=answer.message,
+                    code=None,
+                    job_id=entry.job_id,
+                )
+            return
+        entry.state = answer.state
+        if answer.state == "succeeded":
+            by_source = {result.source: result for result in answer.results}
+            for position in entry.positions:
+                source = self.documents[position].source
+                if source in by_source:
+                    result = by_source[source]
+                    self._ingested(
+                        position, IngestResult(result.chunks, result.document_id), entry.job_id
+                    )
+                else:
+                    self._decide(
+                        position,
+                        status="failed",
+                        http_status=None,
+                        error="the job succeeded but reported no result for this source",
+                        code=None,
+                        job_id=entry.job_id,
+                    )
+        elif answer.error_code == "INVALID_INPUT" and len(entry.positions) > 1:
+            # One document the server could not take fails its whole batch, as a refused
+            # batch request does: each goes again on its own, so only the bad ones fail.
+            for position in entry.positions:
+                self._submit_one(position)
+        else:
+            for position in entry.positions:
+                self._decide(
+                    position,
+                    status="failed",
+                    http_status=None,
+                    error=answer.error_message or f"job {answer.state}",
+                    code=answer.error_code or answer.state.upper(),
+                    job_id=entry.job_id,
+                )
+
+    def _ingested(self, position: int, result: IngestResult, job_id: str | None) -> None:
+        fields: dict[str, Any] = {"chunks": result.chunks, "document_id": result.document_id}
+        if job_id is not None:
+            fields["job_id"] = job_id
+        self._decide(position, status="ingested", **fields)
+
+    def _decide(self, position: int, **fields: Any) -> None:
+        self.outcomes[position] = {**document_json(self.documents[position]), **fields}
+
+    def _count(self) -> None:
+        """Move the bar to the documents decided so far (once a round, not per document)."""
+        left = len(self.watch.pending)
+        self.bar.set_postfix_str(f"{left} job(s) to finish" if left else "", refresh=False)
+        if len(self.outcomes) > self.bar.n:
+            self.bar.update(len(self.outcomes) - self.bar.n)
+
+
 def send_documents(
     client: RagClient,
     collection: str,
     documents: Sequence[Document],
     *,
     tags: Sequence[str],
-    chunking_strategy: str,
+    chunking_strategy: str | None,
     metadata: dict[str, Any],
     batch_size: int,
-    quiet: bool,
-    console: Console,
-) -> list[dict[str, Any]]:
-    """Send the documents in order, in batches of at most ``batch_size`` (and
-    :data:`MAX_BATCH_BYTES`); a failure is recorded and the run goes on. ``quiet``: no line
-    per ingested document and no progress bar (the caller prints JSON)."""
-    show_bar = not quiet and console.stderr.isatty()
+    wait: bool,
+    wait_timeout: float,
+    progress: TextIO | None,
+) -> Sent:
+    """Submit the documents in order, in batches of at most ``batch_size`` (and
+    :data:`MAX_BATCH_BYTES`), then (``wait``) wait up to ``wait_timeout`` seconds for their
+    jobs. A failure is recorded and the run goes on. ``progress``: where to draw the bar."""
     bar = tqdm(
-        total=len(documents), file=console.stderr, unit="doc", disable=not show_bar, leave=False
+        total=len(documents),
+        file=progress,
+        unit="doc",
+        disable=progress is None,
+        leave=False,
+        mininterval=0,  # it moves once a round of polls at most: show every move
+        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} documents [{elapsed}{postfix}]",
     )
-    outcomes: list[dict[str, Any]] = []
-
-    def emit(stream: TextIO, line: str) -> None:
-        if show_bar:
-            bar.write(line, file=stream)  # clears and redraws the bar around the line
-        else:
-            print(line, file=stream)
-
-    def record(document: Document, result: IngestResult | ApiError) -> None:
-        outcome = document_json(document)
-        if isinstance(result, ApiError):
-            outcome.update(status="failed", http_status=result.status, error=result.message)
-            emit(console.stderr, output.failed_line(document.path, str(result)))
-        else:
-            outcome.update(status="ingested", chunks=result.chunks, document_id=result.document_id)
-            if not quiet:
-                emit(console.stdout, output.ingested_line(document.path, result.chunks))
-        outcomes.append(outcome)
-        bar.update(1)
-
+    options = _Options(collection, tags, chunking_strategy, metadata)
+    run = _Run(client, options, documents, bar)
     batches = plan_batches(
-        documents,
+        range(len(documents)),
         max_documents=batch_size,
         max_bytes=MAX_BATCH_BYTES,
-        size=lambda document: encoded_size(document_fields(document, tags, metadata)),
+        size=lambda position: encoded_size(document_fields(documents[position], tags, metadata)),
     )
-    use_batch_route = True
     with bar:
-        for batch in batches:
-            if len(batch) > 1 and use_batch_route:
-                bar.set_postfix_str(f"{batch[0].source} (+{len(batch) - 1})", refresh=False)
-                try:
-                    results = client.ingest_batch(
-                        collection=collection,
-                        documents=batch,
-                        tags=tags,
-                        chunking_strategy=chunking_strategy,
-                        metadata=metadata,
-                    )
-                except ApiError as exc:
-                    # The server wrote none of the batch: fall through to one request per
-                    # document, so each gets its own outcome. A server without the route
-                    # (an older portal) is not asked again.
-                    use_batch_route = exc.status not in (404, 405)
-                else:
-                    for document, result in zip(batch, results, strict=True):
-                        record(document, result)
-                    continue
-            for document in batch:
-                bar.set_postfix_str(document.source, refresh=False)
-                record(
-                    document,
-                    _ingest_one(client, collection, document, tags, chunking_strategy, metadata),
-                )
-    return outcomes
-
-
-def _ingest_one(
-    client: RagClient,
-    collection: str,
-    document: Document,
-    tags: Sequence[str],
-    chunking_strategy: str,
-    metadata: dict[str, Any],
-) -> IngestResult | ApiError:
-    """One document through ``/api/rag/ingest``: the server's result, or why it failed."""
-    try:
-        return client.ingest(
-            collection=collection,
-            content=document.content,
-            title=document.title,
-            source=document.source,
-            tags=tags,
-            chunking_strategy=chunking_strategy,
-            metadata=metadata,
-        )
-    except ApiError as exc:
-        return exc
+        try:
+            run.submit(batches)
+            run._count()
+            if wait:
+                run.wait(Pacer(wait_timeout))
+        except KeyboardInterrupt:
+            raise Interrupted(run.sent()) from None
+        except ApiError as exc:
+            # Only a poll raises (a refused submission is a document's outcome).
+            ids = ", ".join(job["job_id"] for job in run.sent().pending)
+            raise ApiError(
+                f"waiting for the ingestion jobs failed: {exc}; these go on in the portal: {ids}"
+            ) from exc
+    return run.sent()
 
 
 def document_json(document: Document) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""A tiny HTTP server on 127.0.0.1 that speaks the portal's REST contract, for ragctl tests."""
+"""A tiny HTTP server on 127.0.0.1 that speaks the portal's REST contract, for ragctl tests.
+
+Ingest requests with ``"async": true`` (or over ``sync_max_bytes`` of content) become jobs in
+``queue`` (``fake_jobs.py``), which move one step each time they are read; ``has_jobs = False``
+makes it an older portal that ingests at once and has no job routes.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from tests.rag_plugin.cli.fake_jobs import FakeJobQueue, input_bytes
 
 PASSWORD = "correct horse"
 USERS = {"alice": "alice@acme.test", "bob": "bob@acme.test"}
 PARAGRAPH = re.compile(r"\S.*?(?=\n[ \t]*\n|\s*\Z)", flags=re.DOTALL)
+JOB_ROUTE = re.compile(r"/api/rag/jobs/(?P<id>[^/]+)(?:/(?P<action>cancel|retry))?")
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,7 @@ class Recorded:
     host: str
     authorization: str | None
     body: Any
+    query: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,6 +65,14 @@ class FakePortal:
     batch_missing: int | None = None
     ingest_count: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Whether this portal has ingestion jobs (False: one that predates them).
+    has_jobs: bool = True
+    # Ingest requests with more UTF-8 bytes of content than this are jobs even without async.
+    sync_max_bytes: int = 256 * 1024
+    queue: FakeJobQueue = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.queue = FakeJobQueue(self._written)
 
     scheme: str = "http"
 
@@ -78,19 +96,39 @@ class FakePortal:
                 sent.append((request.path, sources))
         return sent
 
+    def polls(self) -> list[str]:
+        """The job ids of each ``GET /api/rag/jobs/<id>``, in order."""
+        return [
+            request.path.rsplit("/", 1)[1]
+            for request in self.requests
+            if request.method == "GET" and JOB_ROUTE.fullmatch(request.path)
+        ]
+
     def handle(
-        self, method: str, path: str, host: str, authorization: str | None, body: Any
+        self,
+        method: str,
+        path: str,
+        host: str,
+        authorization: str | None,
+        body: Any,
+        query: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
         with self.lock:
-            self.requests.append(Recorded(method, path, host, authorization, body))
+            self.requests.append(Recorded(method, path, host, authorization, body, query or {}))
             if (method, path) == ("POST", "/api/auth/login"):
                 return self._login(body)
-            if authorization is None or authorization.removeprefix("Bearer ") not in USERS:
+            user = (authorization or "").removeprefix("Bearer ")
+            if authorization is None or user not in USERS:
                 return 401, {"error": "Unauthorized", "code": "AUTHENTICATION_FAILED"}
             if (method, path) == ("POST", "/api/rag/ingest"):
-                return self._ingest(body)
+                return self._ingest(body, user)
             if (method, path) == ("POST", "/api/rag/ingest/batch") and self.batch_missing is None:
-                return self._ingest_batch(body)
+                return self._ingest_batch(body, user)
+            if self.has_jobs and (method, path) == ("GET", "/api/rag/jobs"):
+                return self.queue.listing(user, query or {})
+            route = JOB_ROUTE.fullmatch(path)
+            if self.has_jobs and route is not None:
+                return self.queue.route(method, user, route["id"], route["action"])
             if path == "/api/rag/ingest/batch" and self.batch_missing == 405:
                 return 405, {"error": f'Method "{method}" not allowed.', "code": "ERROR"}
             if (method, path) == ("POST", "/api/rag/search"):
@@ -107,7 +145,7 @@ class FakePortal:
         # The token is the user name: enough for a fake, and readable in assertions.
         return 200, {"access_token": user, "token_type": "Bearer", "expires_in": 3600}
 
-    def _ingest(self, body: Any) -> tuple[int, Any]:
+    def _ingest(self, body: Any, user: str) -> tuple[int, Any]:
         collection, content = body.get("collection", ""), body.get("content", "")
         if not collection or not content:
             return 400, {"error": "Invalid input: Content required", "code": "INVALID_INPUT"}
@@ -115,10 +153,14 @@ class FakePortal:
         if source in self.refuse:
             status = self.refuse[source]
             return status, {"error": f"refused {source}", "code": "INTERNAL_ERROR"}
+        if self._as_job(body, [body]):
+            keys = ("content", "title", "source", "tags", "metadata")
+            fields = {key: body[key] for key in keys if key in body}
+            return self.queue.submit(user, body, [fields], "document")
         stored = self._store(collection, body, body.get("chunking_strategy"))
         return 200, {**self._ingested(stored), "collection": collection}
 
-    def _ingest_batch(self, body: Any) -> tuple[int, Any]:
+    def _ingest_batch(self, body: Any, user: str) -> tuple[int, Any]:
         """All the documents or none, like the portal: a refused one is named by position."""
         collection, documents = body.get("collection", ""), body.get("documents")
         if not collection or not isinstance(documents, list) or not 1 <= len(documents) <= 100:
@@ -131,6 +173,8 @@ class FakePortal:
             if source in self.refuse:
                 error = f"documents[{position}]: refused {source}"
                 return self.refuse[source], {"error": error, "code": "INVALID_INPUT"}
+        if self._as_job(body, documents):
+            return self.queue.submit(user, body, documents, "batch")
         strategy = body.get("chunking_strategy")
         results = [
             {**self._ingested(self._store(collection, document, strategy)), "unchanged": False}
@@ -140,6 +184,21 @@ class FakePortal:
             "collection": collection,
             "chunks_created": sum(result["chunks_created"] for result in results),
             "documents": results,
+        }
+
+    def _as_job(self, body: Any, documents: list[dict[str, Any]]) -> bool:
+        if not self.has_jobs:
+            return False  # an older portal ignores "async"
+        return body.get("async") is True or input_bytes(documents) > self.sync_max_bytes
+
+    def _written(self, collection: str, fields: Any, strategy: str | None) -> dict[str, Any]:
+        """Store one document of a job that succeeded; its entry in the job's results."""
+        stored = self._store(collection, fields, strategy)
+        return {
+            "document_id": stored.document_id,
+            "source": stored.source,
+            "chunks_created": len(stored.chunks),
+            "unchanged": False,
         }
 
     def _store(self, collection: str, fields: Any, strategy: str | None) -> StoredDocument:
@@ -237,12 +296,14 @@ def _handler(portal: FakePortal) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else {}
+            url = urlsplit(self.path)
             status, payload = portal.handle(
                 self.command,
-                self.path,
+                url.path,
                 self.headers.get("Host", ""),
                 self.headers.get("Authorization"),
                 body,
+                dict(parse_qsl(url.query)),
             )
             data = json.dumps(payload).encode()
             self.send_response(status)

@@ -1,28 +1,41 @@
-"""ragctl against the real portal (gunicorn + PostgreSQL), over HTTP to acme.localhost."""
+"""ragctl against the real portal (gunicorn + PostgreSQL), over HTTP to acme.localhost.
+
+ingest-dir submits ingestion jobs, so a real ``manage.py rag_worker`` runs them for the whole
+module (as in tests/portal/api/test_jobs.py).
+"""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from portal import launch
 from rag_plugin.cli import main
 from rag_plugin.cli.commands import Console, run
-from tests.conftest import PortalServer
+from tests.conftest import LOGS, PortalServer
 
 ACME = "acme.localhost"
+JOB = re.compile(r"/api/rag/jobs/[0-9a-f-]{36}")
 
 # Every file is over the chunker's 20-character minimum and under one 200-word window.
 TUNING = "# Tuning\n\nRaise ef_search on the pgvector HNSW index for better recall.\n"
 INTRO = "Getting started: install the portal and log in with your tenant account.\n"
 NOTES = "Release notes for version one of the retrieval portal.\n"
 DATA = '{"question": "What is hybrid search?", "answer": "RRF fusion."}\n'
+
+
+@pytest.fixture(scope="module", autouse=True)
+def worker(portal_server: PortalServer) -> Iterator[None]:
+    """The ingestion worker that runs ragctl's jobs."""
+    with launch.worker(portal_server.env, LOGS / "worker-test-cli-portal.log"):
+        yield
 
 
 @pytest.fixture
@@ -53,6 +66,9 @@ def ingest_argv(server: PortalServer, collection: str, docs: Path, *extra: str) 
         collection,
         "--docs-path",
         str(docs),
+        # A worker that does not run its jobs fails the test in a minute, not an hour.
+        "--wait-timeout",
+        "120",
         *extra,
     ]
 
@@ -95,10 +111,16 @@ class Recording(httpx.BaseTransport):
 
 
 def run_recording(argv: Sequence[str]) -> tuple[int, list[str]]:
-    """Run ragctl on the process's (captured) streams; the exit status and the paths sent."""
+    """Run ragctl on the process's (captured) streams; the exit status and the paths sent,
+    the polls of jobs shown as ``/api/rag/jobs/ID`` once for each job."""
     recording = Recording()
     code = run(argv, Console(sys.stdout, sys.stderr, transport=recording))
-    return code, recording.paths
+    paths: list[str] = []
+    for path in recording.paths:
+        shown = "/api/rag/jobs/ID" if JOB.fullmatch(path) else path
+        if not (shown == "/api/rag/jobs/ID" and paths and paths[-1] == shown):
+            paths.append(shown)
+    return code, paths
 
 
 UNREADABLE = (
@@ -184,7 +206,7 @@ def test_mixed_folder_is_ingested_with_relative_sources_and_titles(
 
     captured = capsys.readouterr()
     assert code == 0
-    assert paths == ["/api/auth/login", "/api/rag/ingest/batch"]
+    assert paths == ["/api/auth/login", "/api/rag/ingest/batch", "/api/rag/jobs/ID"]
     assert captured.out == EXPECTED_RUN.format(docs=docs)
     assert captured.err == UNREADABLE.format(docs=docs)
     assert [
@@ -236,8 +258,15 @@ def test_document_the_server_rejects_is_reported_and_fails_the_run(
 
     captured = capsys.readouterr()
     assert code == 1
-    # The server refused the batch as a whole; each document then went on its own.
-    assert paths == ["/api/auth/login", "/api/rag/ingest/batch"] + ["/api/rag/ingest"] * 2
+    # The portal checks the size at submit: it refuses the batch as a whole, and then the
+    # small document, before any job; the good one goes on its own as a job.
+    assert paths == [
+        "/api/auth/login",
+        "/api/rag/ingest/batch",
+        "/api/rag/ingest",
+        "/api/rag/ingest",
+        "/api/rag/jobs/ID",
+    ]
     assert captured.out == (
         f"ingested\t{docs}/ok.md\t1 chunks\nsummary\tdocuments=2 succeeded=1 failed=1 chunks=1\n"
     )

@@ -1,4 +1,5 @@
-"""ragctl's HTTP client: URL joining, host checks and *.localhost routing to loopback."""
+"""ragctl's HTTP client (URL joining, host checks, ingest and job routes) and its transport
+(*.localhost routing to loopback)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from rag_plugin.cli.client import (
     normalize_host,
 )
 from rag_plugin.cli.discovery import Document
+from rag_plugin.cli.job import Submitted
 from rag_plugin.cli.transport import LoopbackTransport, is_localhost_subdomain
 from rag_plugin.exceptions import InvalidInputError
+from tests.rag_plugin.cli.fake_jobs import job_id
 from tests.rag_plugin.cli.fake_portal import PASSWORD, FakePortal, running_fake_portal
 
 
@@ -328,3 +331,59 @@ def test_ingest_batch_error_status_carries_the_named_document() -> None:
         "INVALID_INPUT",
         "HTTP 400: documents[1]: Content too small to chunk",
     )
+
+
+@pytest.mark.parametrize(
+    ("job", "content", "reason"),
+    # Over the portal's size threshold, an ingest is a job even when not asked to be one.
+    [(True, "Short.", "requested"), (False, "x" * 300_000, "size")],
+)
+def test_ingest_answered_202_is_the_job_submitted(
+    fake_portal: FakePortal, job: bool, content: str, reason: str
+) -> None:
+    with RagClient(fake_portal.url()) as client:
+        client.use_token("alice")
+        submitted = client.ingest(
+            collection="c", content=content, title="T", source="s.md", tags=[],
+            chunking_strategy=None, job=job,
+        )  # fmt: skip
+
+    assert submitted == Submitted(job_id(1), "queued", reason)
+    assert ("async" in fake_portal.requests[0].body) is job
+    assert fake_portal.documents == {}
+
+
+def test_ingest_batch_as_a_job_sends_async_and_returns_the_job(fake_portal: FakePortal) -> None:
+    with RagClient(fake_portal.url()) as client:
+        client.use_token("alice")
+        submitted = client.ingest_batch(
+            collection="c", documents=BATCH_DOCUMENTS, tags=[], chunking_strategy=None, job=True
+        )
+
+    assert submitted == Submitted(job_id(1), "queued", "requested")
+    assert fake_portal.requests[0].body["async"] is True
+    assert fake_portal.queue.jobs[0].kind == "batch"
+
+
+def test_job_routes_read_the_jobs_the_server_reports(fake_portal: FakePortal) -> None:
+    with RagClient(fake_portal.url()) as client:
+        client.use_token("alice")
+        client.ingest(
+            collection="c", content="Short.", title="T", source="s.md", tags=[],
+            chunking_strategy=None, job=True,
+        )  # fmt: skip
+        states = [client.job(job_id(1)).state for _ in range(4)]
+        page = client.jobs(state="succeeded", collection="c", shared=False, limit=10)
+        with pytest.raises(ApiError) as caught:
+            client.cancel_job(job_id(1))
+
+    assert states == ["running", "running", "running", "succeeded"]
+    assert [job.id for job in page.jobs] == [job_id(1)]
+    assert page.total == 1
+    assert fake_portal.requests[-2].query == {
+        "state": "succeeded",
+        "collection": "c",
+        "shared": "false",
+        "limit": "10",
+    }
+    assert (caught.value.status, caught.value.code) == (409, "CONFLICT")

@@ -14,6 +14,7 @@ import pytest
 
 from rag_plugin.cli import main
 from rag_plugin.cli.commands import Console, run
+from tests.rag_plugin.cli.fake_jobs import job_id
 from tests.rag_plugin.cli.fake_portal import PASSWORD, FakePortal
 
 
@@ -255,11 +256,17 @@ def test_real_run_ingests_each_document_with_relative_source(
     assert code == 0
     assert captured.out == expected_run_output(docs)
     assert captured.err == BROKEN_NOTE.format(docs=docs)
-    assert fake_portal.routes() == ["POST /api/auth/login", "POST /api/rag/ingest/batch"]
+    # One batch job, polled until it has gone through its stages and succeeded.
+    assert fake_portal.routes() == [
+        "POST /api/auth/login",
+        "POST /api/rag/ingest/batch",
+        *[f"GET /api/rag/jobs/{job_id(1)}"] * 4,
+    ]
+    assert [job.state for job in fake_portal.queue.jobs] == ["succeeded"]
     assert {request.host for request in fake_portal.requests} == {
         f"acme.localhost:{fake_portal.port}"
     }
-    assert fake_portal.requests[1].authorization == "Bearer alice"
+    assert {request.authorization for request in fake_portal.requests[1:]} == {"Bearer alice"}
     assert fake_portal.requests[1].body == {
         "collection": "docs",
         "documents": [
@@ -289,6 +296,7 @@ def test_real_run_ingests_each_document_with_relative_source(
             },
         ],
         "chunking_strategy": "semantic",
+        "async": True,
     }
 
 
@@ -303,7 +311,10 @@ def test_batch_size_one_sends_each_document_on_its_own(
 
     assert code == 0
     assert capsys.readouterr().out == expected_run_output(docs)
-    assert fake_portal.routes() == ["POST /api/auth/login"] + ["POST /api/rag/ingest"] * 4
+    # Four jobs of one document each, all submitted before the first poll.
+    assert fake_portal.routes()[:5] == ["POST /api/auth/login"] + ["POST /api/rag/ingest"] * 4
+    assert sorted(set(fake_portal.polls())) == [job_id(number) for number in (1, 2, 3, 4)]
+    assert [job.state for job in fake_portal.queue.jobs] == ["succeeded"] * 4
     assert fake_portal.requests[2].authorization == "Bearer alice"
     assert fake_portal.requests[2].body == {
         "collection": "docs",
@@ -312,6 +323,7 @@ def test_batch_size_one_sends_each_document_on_its_own(
         "source": "guide/advanced/TUNING.MD",
         "tags": ["manual", "v1"],
         "chunking_strategy": "semantic",
+        "async": True,
     }
 
 
@@ -371,7 +383,15 @@ def test_failed_documents_are_reported_and_make_the_exit_status_non_zero(
         "release_notes.TXT",
     ]
     # The batch was refused as a whole, so each document was sent again on its own.
-    assert fake_portal.routes() == ["POST /api/rag/ingest/batch"] + ["POST /api/rag/ingest"] * 4
+    assert fake_portal.ingests() == [
+        ("/api/rag/ingest/batch", ["data.jsonl", "guide/advanced/TUNING.MD", "guide/intro.md",
+                                   "release_notes.TXT"]),
+        ("/api/rag/ingest", ["data.jsonl"]),
+        ("/api/rag/ingest", ["guide/advanced/TUNING.MD"]),
+        ("/api/rag/ingest", ["guide/intro.md"]),
+        ("/api/rag/ingest", ["release_notes.TXT"]),
+    ]  # fmt: skip
+    assert len(fake_portal.queue.jobs) == 3
 
 
 def test_json_run_reports_every_document_outcome(
@@ -404,9 +424,20 @@ def test_json_run_reports_every_document_outcome(
             "status": "ingested",
             "chunks": 2,
             "document_id": "doc1",
+            "job_id": job_id(1),
         },
     ]
-    assert report["summary"] == {"documents": 4, "succeeded": 3, "failed": 1, "chunks": 5}
+    assert report["summary"] == {
+        "documents": 4,
+        "succeeded": 3,
+        "failed": 1,
+        "pending": 0,
+        "chunks": 5,
+    }
+    assert report["jobs"] == [
+        {"job_id": job_id(number), "state": "succeeded", "documents": 1, "reason": "requested"}
+        for number in (1, 2, 3)
+    ]
     assert "\r" not in captured.err
 
 
@@ -423,7 +454,8 @@ def test_token_and_host_come_from_the_environment(
     code = main(["ingest-dir", "--collection", "docs", "--docs-path", str(docs)])
 
     assert code == 0
-    assert fake_portal.routes() == ["POST /api/rag/ingest/batch"]
+    assert fake_portal.routes()[0] == "POST /api/rag/ingest/batch"
+    assert fake_portal.polls() == [job_id(1)] * 4
     assert {(r.host, r.authorization) for r in fake_portal.requests} == {
         (f"globex.localhost:{fake_portal.port}", "Bearer bob")
     }
@@ -494,5 +526,5 @@ def test_metadata_options_go_on_every_document(tmp_path: Path, fake_portal: Fake
     argv = ["ingest-dir", "--host", fake_portal.url("acme.localhost"), "--token", "alice"]
     argv += ["--collection", "docs", "--docs-path", str(docs)]
     assert main([*argv, "--metadata", "year=2024", "--metadata", "team=search"]) == 0
-    sent = fake_portal.requests[-1].body
+    sent = fake_portal.requests[0].body
     assert [d["metadata"] for d in sent["documents"]] == [{"year": 2024, "team": "search"}] * 2
