@@ -1,6 +1,6 @@
 """The ``ragctl`` commands: argument parsing and the ingest-dir, search and collections flows
 (sending ingest-dir's documents and waiting for their jobs is ``sending.py``, the chat
-``chat.py``)."""
+``chat.py``, the jobs command ``jobs.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from rag_plugin.cli.client import (
     normalize_host,
 )
 from rag_plugin.cli.discovery import Discovery, discover
+from rag_plugin.cli.jobs import add_jobs_parser
+from rag_plugin.cli.jobs import jobs as jobs_flow
 from rag_plugin.cli.sending import Interrupted, Sent, document_json, send_documents
 from rag_plugin.exceptions import RagError
 
@@ -61,7 +63,7 @@ class Console:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``ragctl`` argument parser with its four sub-commands."""
+    """The ``ragctl`` argument parser with its five sub-commands."""
     connection = argparse.ArgumentParser(add_help=False)
     connection.add_argument(
         "--host", help=f"portal base URL (default: ${HOST_ENV} or {DEFAULT_HOST})"
@@ -137,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("collections", parents=[connection], help="list your collections")
     add_chat_parser(commands, connection)
+    add_jobs_parser(commands, connection)
     return parser
 
 
@@ -163,6 +166,7 @@ def run(argv: Sequence[str] | None, console: Console) -> int:
         "search": search,
         "collections": collections,
         "chat": chat,
+        "jobs": jobs,
     }
     try:
         return handlers[args.command](args, console)
@@ -289,6 +293,15 @@ def chat(args: argparse.Namespace, console: Console) -> int:
     ) as client:
         client.use_token(_token(args, console, client))
         return chat_flow(args, console, client)
+
+
+def jobs(args: argparse.Namespace, console: Console) -> int:
+    """List, watch, cancel or retry ingestion jobs (``rag_plugin.cli.jobs``)."""
+    with RagClient(
+        _host(args, console), timeout=args.timeout, transport=console.transport
+    ) as client:
+        client.use_token(_token(args, console, client))
+        return jobs_flow(args, console, client)
 
 
 def collections(args: argparse.Namespace, console: Console) -> int:

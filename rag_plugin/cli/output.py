@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rag_plugin.cli.discovery import Document
+from rag_plugin.cli.job import Job
 
 SNIPPET_CHARS = 240
 
@@ -142,3 +144,60 @@ def source_line(number: int, source: Mapping[str, Any]) -> str:
     """A footnote of a chat answer: its number, title, collection and source."""
     title = source.get("title") or source.get("source") or source.get("document_id")
     return f"  [{number}] {title} ({source.get('collection')}: {source.get('source')})"
+
+
+JOB_COLUMNS = ("ID", "STATE", "STAGE", "PROGRESS", "COLLECTION", "DOCS", "ERROR", "CREATED")
+
+
+def jobs_table(jobs: Sequence[Job]) -> list[str]:
+    """The jobs as columns under a header, two spaces apart; ``-`` for an empty cell."""
+    rows = [JOB_COLUMNS, *(_job_row(job) for job in jobs)]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(JOB_COLUMNS))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def _job_row(job: Job) -> tuple[str, ...]:
+    return (
+        job.id,
+        _job_state(job),
+        job.stage or "-",
+        f"{job.done}/{job.total}" if job.total else "-",
+        _field(job.collection) or "-",
+        str(job.documents),
+        job.error_code or "-",
+        _timestamp(job.created_at),
+    )
+
+
+def _job_state(job: Job) -> str:
+    """The state; a job asked to stop that has not stopped yet is ``running/cancelling``."""
+    return f"{job.state}/cancelling" if job.cancel_requested and not job.ended else job.state
+
+
+def _timestamp(value: str) -> str:
+    """An ISO 8601 time as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC; anything else as it came."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return _field(value) or "-"
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def job_state_line(job: Job) -> str:
+    """``job<TAB>id<TAB>state`` after a cancel or retry (and why a running job still runs)."""
+    line = f"job\t{job.id}\t{job.state}"
+    if job.cancel_requested and not job.ended:
+        line += "\tcancel requested: it stops at its next stage"
+    return line
+
+
+def jobs_footer(shown: int, total: int) -> str | None:
+    """A note when the page does not hold every matching job."""
+    if shown >= total:
+        return None
+    return f"{shown} of {total} jobs shown; --limit shows more"

@@ -337,3 +337,39 @@ def test_search_in_a_collection_that_does_not_exist_fails_with_404(
     assert captured.out == ""
     assert captured.err.startswith("error: search failed: HTTP 404: ")
     assert source in captured.err
+
+
+def test_jobs_lists_the_run_and_an_ended_job_cannot_be_cancelled(
+    tmp_path: Path, portal_server: PortalServer, source: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = make_docs(tmp_path)
+    assert main(ingest_argv(portal_server, source, docs, *login(portal_server))) == 0
+    capsys.readouterr()
+    jobs = ["jobs", "--host", portal_server.url_for(ACME), *login(portal_server)]
+
+    assert main([*jobs, "--collection", source, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    (job,) = listed["jobs"]
+    assert (job["state"], job["collection"], job["kind"], job["documents"]) == (
+        "succeeded",
+        source,
+        "batch",
+        4,
+    )
+    assert sorted(result["source"] for result in job["results"]) == [
+        "faq.jsonl",
+        "guide/advanced/TUNING.MD",
+        "guide/getting_started.md",
+        "release-notes.TXT",
+    ]
+    assert main([*jobs, "--collection", source]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == [
+        "ID", "STATE", "STAGE", "PROGRESS", "COLLECTION", "DOCS", "ERROR", "CREATED"
+    ]  # fmt: skip
+    assert table[1].split()[:2] == [job["id"], "succeeded"]
+
+    assert main([*jobs, "cancel", job["id"]]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"error: cancelling job {job['id']} failed: HTTP 409: ")
