@@ -38,7 +38,7 @@ connects again to follow on (browsers' EventSource does so by itself)."""
 class JobListQuery(QueryInput):
     state = serializers.ChoiceField(choices=IngestJob.State.values, required=False)
     collection = CollectionField(required=False)
-    shared = QueryBooleanField(required=False, allow_null=True, default=None)
+    shared = QueryBooleanField(required=False)
     limit = serializers.IntegerField(required=False, default=50, min_value=1, max_value=1000)
     offset = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31)
 
