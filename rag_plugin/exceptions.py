@@ -111,3 +111,46 @@ class EmbeddingInputError(EmbeddingError, InvalidInputError):
 
 class ModelLoadError(ConfigurationError):
     """No embedding model in the fallback chain could be loaded."""
+
+
+class UnsupportedFileTypeError(InvalidInputError):
+    """A file's content is none of the types the extractors read."""
+
+    code = "UNSUPPORTED_FILE_TYPE"
+
+
+class EncryptedDocumentError(InvalidInputError):
+    """A document needs a password to be read."""
+
+    code = "ENCRYPTED_DOCUMENT"
+
+
+class CorruptDocumentError(InvalidInputError):
+    """A document's parser could not read it (damaged or truncated file, or a parser that
+    crashed or ran out of memory on it)."""
+
+    code = "CORRUPT_DOCUMENT"
+
+
+class DecompressionBombError(CorruptDocumentError):
+    """A compressed document would expand far beyond any real document of its size."""
+
+    code = "DECOMPRESSION_BOMB"
+
+
+class FileTooLargeError(InvalidInputError):
+    """A file has more bytes than the extraction limits allow."""
+
+    code = "FILE_TOO_LARGE"
+
+
+class TooManyPagesError(InvalidInputError):
+    """A document has more pages than the extraction limits allow."""
+
+    code = "TOO_MANY_PAGES"
+
+
+class ExtractionTimeoutError(InvalidInputError):
+    """Extracting a document's text took longer than the extraction limits allow."""
+
+    code = "EXTRACTION_TIMEOUT"

@@ -78,3 +78,24 @@ def test_djangos_permission_denied_is_a_403() -> None:
         403,
         {"error": "Not yours.", "code": "FORBIDDEN"},
     )
+
+
+@pytest.mark.parametrize(
+    ("exc", "status"),
+    [
+        (rag.FileTooLargeError("The file has 60 bytes, more than the limit of 50."), 413),
+        (rag.TooManyPagesError("The PDF has 3000 pages, more than the limit of 2000."), 413),
+        (rag.UnsupportedFileTypeError("The file is a PNG image."), 422),
+        (rag.EncryptedDocumentError("The PDF is encrypted."), 422),
+        (rag.DecompressionBombError("The DOCX would decompress to 300 MB."), 422),
+        (rag.CorruptDocumentError("The PDF is damaged."), 422),
+        (rag.ExtractionTimeoutError("Extracting took longer than 120 s."), 422),
+    ],
+)
+def test_a_file_that_cannot_be_extracted_is_a_client_error_with_the_errors_own_code(
+    exc: rag.RagError, status: int
+) -> None:
+    response = api_exception_handler(exc, CONTEXT)
+    assert response is not None
+    # The job runner records exc.code; the API must answer with the same one.
+    assert (response.status_code, response.data) == (status, {"error": str(exc), "code": exc.code})
