@@ -30,6 +30,11 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
+# Debian's Tesseract and its English data: OCR of scanned PDF pages (the file tests read one).
+TESSERACT := /usr/bin/tesseract
+$(TESSERACT):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tesseract-ocr tesseract-ocr-eng
+
 # The local demo runs with DEBUG (and Django's built-in local key); nothing else does.
 run: export DJANGO_DEBUG ?= true
 run: $(VENV)/.base-installed
@@ -42,7 +47,7 @@ run: $(VENV)/.base-installed
 	trap 'kill $$worker 2>/dev/null' INT TERM EXIT; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-test: $(VENV)/.dev-installed $(CHROMIUM)
+test: $(VENV)/.dev-installed $(CHROMIUM) $(TESSERACT)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
