@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.files.text import document_title
 
 EXTENSIONS = (".md", ".markdown", ".txt", ".text", ".json", ".jsonl")
 SUPPORTED_EXTENSIONS = frozenset(EXTENSIONS)
 UNSUPPORTED = f"not a text file ragctl ingests ({' '.join(EXTENSIONS)})"
 EMPTY = "empty (only whitespace)"
-
-_FENCES = ("```", "~~~")
 
 
 @dataclass(frozen=True)
@@ -50,27 +49,6 @@ class Discovery:
 def is_supported(path: PurePath) -> bool:
     """Whether the file name ends in one of the supported text extensions, in any case."""
     return path.suffix.lower() in SUPPORTED_EXTENSIONS
-
-
-def document_title(content: str, path: PurePath) -> str:
-    """The first ``# `` heading outside code fences, else the stem with ``-``/``_`` as spaces."""
-    open_fence: str | None = None
-    for line in content.split("\n"):
-        stripped = line.strip()
-        fence = stripped[:3]
-        if fence in _FENCES:
-            # A "# " line inside a fenced block is a shell comment, not a heading.
-            if open_fence is None:
-                open_fence = fence
-            elif fence == open_fence:
-                open_fence = None
-            continue
-        if open_fence is None and stripped.startswith("# "):
-            title = stripped[2:].strip()
-            if title:
-                return title
-    stem = path.stem.replace("-", " ").replace("_", " ").strip()
-    return stem or "document"
 
 
 def source_name(root: Path, path: Path) -> str:
