@@ -1,0 +1,141 @@
+"""extract_isolated(): the same results as extract(), with a hostile file's damage kept in a
+child process: out of time, out of memory or crashed, the caller gets a clear error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from portal.embedded_db import PROJECT_ROOT
+from rag_plugin.exceptions import (
+    CorruptDocumentError,
+    DecompressionBombError,
+    EncryptedDocumentError,
+    ExtractionTimeoutError,
+    RagError,
+    TooManyPagesError,
+    UnsupportedFileTypeError,
+)
+from rag_plugin.files import ExtractionLimits, extract, extract_isolated
+from tests.rag_plugin.files import makers
+
+
+@pytest.mark.parametrize("name", ["report.docx", "otters.html"])
+def test_the_child_returns_what_extract_returns(name: str, report_docx: bytes) -> None:
+    data = report_docx if name.endswith(".docx") else makers.ARTICLE_HTML
+
+    assert extract_isolated(data, filename=name) == extract(data, filename=name)
+
+
+@pytest.mark.parametrize(
+    ("data", "limits", "error"),
+    [
+        (
+            makers.simple_pdf([["x"]], owner_password="o", user_password="u"),
+            ExtractionLimits(),
+            EncryptedDocumentError,
+        ),
+        (makers.png(makers.chart_image()).getvalue(), ExtractionLimits(), UnsupportedFileTypeError),
+        (makers.simple_pdf([["a"], ["b"]]), ExtractionLimits(max_pages=1), TooManyPagesError),
+        (makers.zip_bomb_docx(20), ExtractionLimits(), DecompressionBombError),
+    ],
+    ids=["encrypted", "image", "pages", "bomb"],
+)
+def test_the_childs_errors_come_back_as_the_same_class_and_message(
+    data: bytes, limits: ExtractionLimits, error: type[RagError]
+) -> None:
+    with pytest.raises(error) as local:
+        extract(data, filename="upload", limits=limits)
+
+    with pytest.raises(error) as isolated:
+        extract_isolated(data, filename="upload", limits=limits)
+
+    assert type(isolated.value) is error
+    assert str(isolated.value) == str(local.value)
+
+
+def test_an_extraction_past_its_time_is_killed_with_its_tesseract() -> None:
+    # OCR of three scanned pages takes seconds; the limit is half of one.
+    data = makers.scanned_pdf(3)
+    started = time.time()
+
+    with pytest.raises(ExtractionTimeoutError) as caught:
+        extract_isolated(data, filename="scan.pdf", limits=ExtractionLimits(timeout_s=0.5))
+
+    assert time.time() - started < 5
+    assert str(caught.value) == (
+        "Extracting the text of the file 'scan.pdf' took longer than the limit of 0.5 s; split "
+        "it into smaller files or raise timeout_s."
+    )
+    assert caught.value.code == "EXTRACTION_TIMEOUT"
+    left = [
+        process
+        for process in psutil.process_iter(["name", "create_time", "status"])
+        if process.info["name"] == "tesseract"
+        and process.info["create_time"] >= started - 1
+        and process.info["status"] != psutil.STATUS_ZOMBIE
+    ]
+    assert left == []
+
+
+def test_a_child_out_of_memory_is_a_corrupt_file_naming_the_limit() -> None:
+    # Decoding 9 MB of text needs 9 MB more than the child may take.
+    with pytest.raises(CorruptDocumentError) as caught:
+        extract_isolated(b"otter " * 1_500_000, limits=ExtractionLimits(memory_mb=4))
+
+    assert str(caught.value) == (
+        "The file cannot be read: the parser ran out of memory (the limit is 4 MB). Upload a "
+        "smaller or simpler file, or raise memory_mb."
+    )
+
+
+def test_a_parser_that_crashes_is_a_corrupt_file_naming_the_signal() -> None:
+    # PDFium aborts the process when an allocation fails: with 1 MB to spare it does.
+    pages = [[" ".join(f"word{j}" for j in range(25))] * 45] * 60
+    data = makers.simple_pdf(pages)
+
+    with pytest.raises(CorruptDocumentError) as caught:
+        extract_isolated(data, filename="big.pdf", limits=ExtractionLimits(memory_mb=1))
+
+    assert str(caught.value) == (
+        "The file 'big.pdf' cannot be read: the parser crashed (signal 6). It may be damaged, "
+        "or need more than the memory limit of 1 MB: upload an undamaged copy or raise "
+        "memory_mb."
+    )
+    # The file itself is sound: with the default limit it is read.
+    assert extract_isolated(data).text == extract(data).text
+
+
+CALLER = """
+import sys
+from rag_plugin.files import ExtractionLimits, extract_isolated
+data = open(sys.argv[1], "rb").read()
+# The first call starts the fork server; its start-up does not count against the limit.
+document = extract_isolated(data, limits=ExtractionLimits(timeout_s=1))
+parsers = sorted({"pypdfium2", "docx", "trafilatura", "pytesseract", "lxml"} & set(sys.modules))
+print(document.text, parsers)
+"""
+
+
+def test_the_caller_never_loads_a_parser_and_a_cold_start_is_not_a_timeout(
+    tmp_path: Path,
+) -> None:
+    pdf = tmp_path / "child.pdf"
+    pdf.write_bytes(makers.simple_pdf([["Read in a child."]]))
+
+    result = subprocess.run(
+        [sys.executable, "-c", CALLER, str(pdf)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Read in a child. []"
