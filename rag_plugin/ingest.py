@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag_plugin.chunking import Chunk, TextChunker
 from rag_plugin.embedding.base import Embedder
@@ -28,6 +29,7 @@ from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
     "DEFAULT_COLLECTION_ANALYZER",
+    "ChunkMetadata",
     "IngestProgress",
     "IngestResult",
     "StoredSource",
@@ -52,6 +54,12 @@ IngestProgress = Callable[[str, int, int], None]
 chunk texts that have their vector (from the cache or the model, after each batch), then
 ``"writing"`` once before the store write. An exception it raises stops the ingest there,
 before anything is written."""
+
+
+ChunkMetadata = Callable[[Chunk], Mapping[str, Any]]
+"""Given a chunk of a document's text, the metadata that chunk alone carries (a file's page
+numbers for the chunk's span, say: :meth:`rag_plugin.files.ExtractedDocument.chunk_metadata`).
+It is stored on the chunk beside the document's metadata and wins over it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +135,7 @@ def ingest_texts(
     stored: Mapping[str, StoredSource] | None = None,
     create: bool = False,
     progress: IngestProgress | None = None,
+    chunk_metadata: Sequence[ChunkMetadata | None] | None = None,
 ) -> list[IngestResult]:
     """Ingest several texts as :func:`ingest_text` ingests one, all in one store write.
 
@@ -147,7 +156,15 @@ def ingest_texts(
     ``stored`` (``{}`` for a collection the caller found missing) with it.
 
     ``progress`` follows the embedding and the write (see :data:`IngestProgress`).
+
+    ``chunk_metadata``, one entry per document (None for none), gives each chunk metadata of
+    its own (see :data:`ChunkMetadata`).
     """
+    if chunk_metadata is not None and len(chunk_metadata) != len(documents):
+        raise InvalidInputError(
+            f"chunk_metadata has {len(chunk_metadata)} entries for {len(documents)} documents; "
+            "pass one per document (None where a document has none)."
+        )
     if create and stored is None:
         raise InvalidInputError(
             "ingest_texts(create=True) needs stored=: what the collection holds under the "
@@ -198,11 +215,13 @@ def ingest_texts(
                         start_offset=piece.start_offset,
                         end_offset=piece.end_offset,
                         embedding=next(vectors),
+                        metadata=dict(annotate(piece)) if annotate is not None else {},
                     )
                     for piece in pieces
                 ],
             )
-            for _, wanted, pieces in changed
+            for position, wanted, pieces in changed
+            for annotate in [chunk_metadata[position] if chunk_metadata is not None else None]
         ]
         if progress is not None:
             progress("writing", 0, len(writes))

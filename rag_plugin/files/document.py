@@ -10,9 +10,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rag_plugin.exceptions import InvalidInputError
+
+if TYPE_CHECKING:
+    from rag_plugin.chunking import Chunk
 
 PAGE_SEPARATOR = "\n\n"
 """Put between consecutive pages' texts; it belongs to no page."""
@@ -104,6 +107,17 @@ class ExtractedDocument:
         last = max(bisect_right(self._starts, end - 1) - 1, first)
         has_image = any(page.has_image for page in self.pages[first : last + 1])
         return PageRange(self.pages[first].number, self.pages[last].number, has_image)
+
+    def chunk_metadata(self, chunk: Chunk) -> dict[str, Any]:
+        """What a chunk of :attr:`text` carries of the file (SPEC F1): ``page_number`` (the
+        page it starts on), ``page_end``, ``has_image``, and ``section`` where it lies under a
+        heading. Pass it to :func:`rag_plugin.ingest.ingest_texts` as ``chunk_metadata``."""
+        pages = self.pages_of(chunk.start_offset, chunk.end_offset)
+        found: dict[str, Any] = pages._asdict()
+        section = self.section_at(chunk.start_offset)
+        if section is not None:
+            found["section"] = section
+        return found
 
     def section_at(self, offset: int) -> str | None:
         """The heading of the section that holds character ``offset``, or None before the

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from rag_plugin.chunking import ChunkerConfig, ChunkingStrategy, TextChunker
+from rag_plugin.chunking import Chunk, ChunkerConfig, ChunkingStrategy, TextChunker
 from rag_plugin.embedding.cache import InMemoryEmbeddingCache
 from rag_plugin.embedding.dedup import content_hash_hex
 from rag_plugin.exceptions import (
@@ -482,3 +482,47 @@ def test_an_exception_from_progress_before_writing_stores_nothing(
             progress=refuse_writing,
         )
     assert store.find_document(collection, source="s") is None
+
+
+def test_chunk_metadata_is_stored_per_chunk_over_the_documents(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    def page(chunk: Chunk) -> dict[str, object]:
+        return {"page_number": 1 + chunk.start_offset // 30, "topic": "chunk"}
+
+    first, second = ingest_texts(
+        store,
+        embedder,
+        collection,
+        [
+            (TEXT, DocumentInput(source="a", metadata={"topic": "doc", "lang": "en"})),
+            (TEXT, DocumentInput(source="b")),
+        ],
+        chunker=WORDS_4,
+        chunk_metadata=[page, None],
+    )
+
+    stored = store.document_chunks(collection, first.document.id)
+    assert [(c.metadata["page_number"], c.metadata["topic"]) for c in stored] == [
+        (1, "chunk"),
+        (1, "chunk"),
+        (2, "chunk"),
+        (3, "chunk"),
+    ]
+    assert {c.metadata["lang"] for c in stored} == {"en"}  # the document's, beside the chunk's
+    assert [c.metadata for c in first.chunks] == [c.metadata for c in stored]
+    assert all("page_number" not in c.metadata for c in second.chunks)
+
+
+def test_chunk_metadata_needs_one_entry_per_document(
+    store: MemoryStore, embedder: FakeEmbedder, collection: CollectionInfo
+) -> None:
+    with pytest.raises(InvalidInputError, match="chunk_metadata has 1 entries for 2 documents"):
+        ingest_texts(
+            store,
+            embedder,
+            collection,
+            [(TEXT, DocumentInput(source="a")), (TEXT, DocumentInput(source="b"))],
+            chunk_metadata=[None],
+        )
+    assert store.list_documents(collection) == []

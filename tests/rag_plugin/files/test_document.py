@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from rag_plugin.chunking import ChunkerConfig, ChunkingStrategy, TextChunker
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.files.document import (
     DocumentBuilder,
@@ -55,6 +56,26 @@ def test_pages_of_a_span_are_where_it_starts_and_ends(
     start: int, end: int, expected: PageRange
 ) -> None:
     assert three_pages().pages_of(start, end) == expected
+
+
+def test_a_chunks_metadata_names_its_pages_images_and_section() -> None:
+    builder = DocumentBuilder()
+    builder.add_block("Intro", heading_level=1)
+    builder.add_block("alpha beta")
+    builder.new_page(has_image=True)
+    builder.add_block("gamma delta")
+    document = builder.build(title="T", media_type="application/pdf")
+    chunks = TextChunker(ChunkerConfig(ChunkingStrategy.WORD, 2, 0, 1)).chunk(document.text)
+
+    assert [(c.content, document.chunk_metadata(c)) for c in chunks] == [
+        (
+            "Intro\n\nalpha",
+            {"page_number": 1, "page_end": 1, "has_image": False, "section": "Intro"},
+        ),
+        ("beta\n\ngamma", {"page_number": 1, "page_end": 2, "has_image": True, "section": "Intro"}),
+        ("delta", {"page_number": 2, "page_end": 2, "has_image": True, "section": "Intro"}),
+    ]
+    assert "section" not in three_pages().chunk_metadata(chunks[0])  # no headings there
 
 
 @pytest.mark.parametrize(("start", "end"), [(5, 5), (-1, 3), (0, 20), (7, 3)])
