@@ -7,6 +7,11 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): a module's tests stay in one process, so its fixtures are
+# built once; most tests wait on servers and the database, so two processes fit two cores.
+# Modules start in collection order (tests/conftest.py puts the longest first), not xdist's
+# most-tests-first order, which left the one-test schema fuzz for the end.
+TEST_WORKERS ?= 2
 
 .PHONY: run test lint format bench-deps clean-data
 
@@ -48,7 +53,7 @@ run: $(VENV)/.base-installed
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.dev-installed $(CHROMIUM) $(TESSERACT)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
