@@ -5,23 +5,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from portal.embedded_db import database_url
+
+from .pg_helpers import drop_schema
 
 
 @pytest.fixture(scope="session")
 def dsn() -> str:
     """``DATABASE_URL`` or the embedded PostgreSQL (pgvector, pg_trgm in ``public``)."""
     return database_url()
-
-
-def drop_schema(dsn: str, schema: str) -> None:
-    """Drop ``schema`` and everything in it."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 @pytest.fixture

@@ -16,6 +16,12 @@ from rag_plugin.stores.postgres.migrations import MIGRATIONS
 from rag_plugin.stores.postgres.words import chunk_words
 
 
+def drop_schema(dsn: str, schema: str) -> None:
+    """Drop ``schema`` and everything in it."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 def statistics_mismatches(
     dsn: str, schema: str, collection: str, owner: str | None = None
 ) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from rag_plugin.stores.postgres import blocks as postgres_blocks
 from rag_plugin.stores.postgres import fuzzy as postgres_fuzzy
 from rag_plugin.testing import FakeEmbedder
 
-from .pg_helpers import statistics_mismatches
+from .pg_helpers import drop_schema, statistics_mismatches
 from .store_contract import chunk_inputs
 
 SYLLABLES = ["ka", "lo", "mi", "ran", "te", "su", "vo", "nex", "pa", "dri", "ol", "ing"]
@@ -45,7 +46,15 @@ class Corpus:
     documents: dict[str, list[str]] = field(default_factory=dict)  # source → chunk ids
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def pg_schema(dsn: str) -> Iterator[str]:
+    """One schema for the module: the corpora are read, never written, by the tests."""
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    yield name
+    drop_schema(dsn, name)
+
+
+@pytest.fixture(scope="module")
 def store(dsn: str, pg_schema: str) -> Iterator[PostgresStore]:
     store = PostgresStore(dsn, schema=pg_schema)
     yield store
@@ -75,25 +84,29 @@ def ingest(
 BLOCK_SHAPES = {"default-blocks": {}, "small-blocks": {"FULL_LEVEL": 1, "BLOCK_SIZE": 8}}
 
 
-@pytest.fixture(params=sorted(BLOCK_SHAPES))
-def block_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    for name, value in BLOCK_SHAPES[request.param].items():
-        monkeypatch.setattr(postgres_blocks, name, value)
-    return str(request.param)
+@pytest.fixture(scope="module", params=sorted(BLOCK_SHAPES))
+def block_shape(request: pytest.FixtureRequest) -> Iterator[str]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in BLOCK_SHAPES[request.param].items():
+            patch.setattr(postgres_blocks, name, value)
+        yield str(request.param)
 
 
-@pytest.fixture(params=["seed", "english"])
-def filled(
+@pytest.fixture(scope="module", params=["seed", "english"])
+def filled_collection(
     request: pytest.FixtureRequest, store: PostgresStore, dsn: str, pg_schema: str, block_shape: str
-) -> tuple[CollectionInfo, Corpus, random.Random, list[str]]:
-    """300 random documents, then 60 deleted and 60 re-ingested with new text."""
+) -> tuple[CollectionInfo, Corpus, object, list[str]]:
+    """300 random documents, then 60 deleted and 60 re-ingested with new text, in a collection
+    of their own (built once per analyzer and block shape: the tests only read it); returns the
+    random generator's state after building it."""
     analyzer: str = request.param
     rng = random.Random(20240611)
     vocabulary = make_vocabulary(rng, 400)
     weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf-like
     embedder = FakeEmbedder(dimensions=4)
+    name = f"random_{analyzer}_{block_shape}".replace("-", "_")
     collection = store.create_collection(
-        "random", dimensions=4, embedding_model=embedder.model_name, analyzer=analyzer
+        name, dimensions=4, embedding_model=embedder.model_name, analyzer=analyzer
     )
     corpus = Corpus()
     for number in range(300):
@@ -112,7 +125,19 @@ def filled(
         count = rng.randint(1, 5)
         texts = [random_text(rng, vocabulary, weights) for _ in range(count)]
         ingest(store, collection, corpus, source, texts, rng.choices(GROUPS, k=count), embedder)
-    assert statistics_mismatches(dsn, pg_schema, "random") == []
+    assert statistics_mismatches(dsn, pg_schema, name) == []
+    return collection, corpus, rng.getstate(), vocabulary
+
+
+@pytest.fixture
+def filled(
+    filled_collection: tuple[CollectionInfo, Corpus, object, list[str]],
+) -> tuple[CollectionInfo, Corpus, random.Random, list[str]]:
+    """The module's collection for this analyzer and block shape, with a random generator in
+    the same state for every test (so each test's queries do not depend on the order)."""
+    collection, corpus, state, vocabulary = filled_collection
+    rng = random.Random()
+    rng.setstate(state)  # type: ignore[arg-type]
     return collection, corpus, rng, vocabulary
 
 
@@ -148,7 +173,7 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
     reference = Bm25Index(analyzer=get_analyzer(collection.analyzer))
     for chunk_id, (text, _) in sorted(corpus.chunks.items()):
         reference.add_document(chunk_id, text)
-    assert store.get_collection("random").chunk_count == len(corpus.chunks)
+    assert store.get_collection(collection.name).chunk_count == len(corpus.chunks)
     for query in queries(rng, vocabulary, 40):
         assert_leg_matches(store.bm25, reference, collection, corpus, query)
 

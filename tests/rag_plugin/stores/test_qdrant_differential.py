@@ -31,24 +31,32 @@ from .test_postgres_differential import (
 )
 
 
-@pytest.fixture(params=[True, False], ids=["mirror", "asking-qdrant"])
+@pytest.fixture(scope="module", params=[True, False], ids=["mirror", "asking-qdrant"])
 def store(request: pytest.FixtureRequest) -> Iterator[QdrantStore]:
     store = QdrantStore(location=":memory:", mirror=request.param)
     yield store
     store.close()
 
 
-@pytest.fixture(params=["seed", "english"])
-def filled(
+@pytest.fixture(scope="module", params=["seed", "english"])
+def filled_collection(
     request: pytest.FixtureRequest, store: QdrantStore
-) -> tuple[CollectionInfo, Corpus, random.Random, list[str]]:
-    """60 random documents, then 15 deleted and 15 re-ingested with new text."""
+) -> tuple[CollectionInfo, Corpus, object, list[str]]:
+    """60 random documents, then 6 deleted and 6 re-ingested with new text, in a collection
+    of their own (built once per store and analyzer: the tests only read it); returns the random
+    generator's state after building it.
+
+    Few deletes and rewrites: in local mode each costs about two seconds here, one exact count
+    (a scan of every point in Python) per vocabulary entry the document held."""
     rng = random.Random(20261202)
     vocabulary = make_vocabulary(rng, 300)
     weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]
     embedder = FakeEmbedder(dimensions=4)
     collection = store.create_collection(
-        "random", dimensions=4, embedding_model=embedder.model_name, analyzer=request.param
+        f"random_{request.param}",
+        dimensions=4,
+        embedding_model=embedder.model_name,
+        analyzer=request.param,
     )
     corpus = Corpus()
     for number in range(60):
@@ -57,16 +65,28 @@ def filled(
         ingest(
             store, collection, corpus, f"doc{number}", texts, rng.choices(GROUPS, k=count), embedder
         )
-    for source in rng.sample(sorted(corpus.documents), 15):
+    for source in rng.sample(sorted(corpus.documents), 6):
         document_id = corpus.documents[source][0].rsplit("_", 1)[0]
         store.delete_document(collection, document_id)
         for chunk_id in corpus.documents.pop(source):
             del corpus.chunks[chunk_id]
-    for source in rng.sample(sorted(corpus.documents), 15):
+    for source in rng.sample(sorted(corpus.documents), 6):
         count = rng.randint(1, 4)
         texts = [random_text(rng, vocabulary, weights) for _ in range(count)]
         ingest(store, collection, corpus, source, texts, rng.choices(GROUPS, k=count), embedder)
     assert len(corpus.chunks) <= 200  # every holder of a term is rescored (n + 200 candidates)
+    return collection, corpus, rng.getstate(), vocabulary
+
+
+@pytest.fixture
+def filled(
+    filled_collection: tuple[CollectionInfo, Corpus, object, list[str]],
+) -> tuple[CollectionInfo, Corpus, random.Random, list[str]]:
+    """The module's collection for this store and analyzer, with a random generator in the
+    same state for every test."""
+    collection, corpus, state, vocabulary = filled_collection
+    rng = random.Random()
+    rng.setstate(state)  # type: ignore[arg-type]
     return collection, corpus, rng, vocabulary
 
 
@@ -77,7 +97,7 @@ def test_bm25_scores_equal_the_in_memory_index_exactly(
     reference = Bm25Index(analyzer=get_analyzer(collection.analyzer))
     for chunk_id, (text, _) in sorted(corpus.chunks.items()):
         reference.add_document(chunk_id, text)
-    assert store.get_collection("random").chunk_count == len(corpus.chunks)
+    assert store.get_collection(collection.name).chunk_count == len(corpus.chunks)
     for query in queries(rng, vocabulary, 20):
         assert_leg_matches(store.bm25, reference, collection, corpus, query)
 
