@@ -10,28 +10,42 @@ from django.http import HttpRequest, HttpResponse
 
 from portal.api.errors import json_error
 
+UPLOAD_PATHS = frozenset({"/api/rag/files"})
+"""Routes that take files: their limit is ``RAG_FILES['MAX_UPLOAD_BYTES']``, and they need a
+Content-Length (an upload streamed without one could not be refused before it is read)."""
+
 
 class BodySizeLimitMiddleware:
-    """Answer 413 to a request whose declared body exceeds ``RAG_API['MAX_BODY_BYTES']``.
+    """Answer 413 to a request whose declared body exceeds ``RAG_API['MAX_BODY_BYTES']`` (or
+    ``RAG_FILES['MAX_UPLOAD_BYTES']`` on an upload route).
 
     It runs first, before the tenant lookup, so an oversized upload costs no database work.
     Bodies sent without a Content-Length are capped by ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (the
-    same limit), which the API's exception handler also turns into 413.
+    same limit), which the API's exception handler also turns into 413; an upload without one
+    is refused (411).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        limit = int(settings.RAG_API["MAX_BODY_BYTES"])
-        declared = request.META.get("CONTENT_LENGTH") or "0"
+        upload = request.path in UPLOAD_PATHS and request.method == "POST"
+        if upload:
+            limit, setting = int(settings.RAG_FILES["MAX_UPLOAD_BYTES"]), "RAG_MAX_UPLOAD_BYTES"
+        else:
+            limit, setting = int(settings.RAG_API["MAX_BODY_BYTES"]), "RAG_MAX_BODY_BYTES"
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if upload and not declared:
+            return json_error(
+                "Send the upload's size in a Content-Length header.", "LENGTH_REQUIRED", 411
+            )
         try:
-            size = int(declared)
+            size = int(declared or "0")
         except ValueError:
             return json_error("Content-Length must be an integer.", "INVALID_INPUT", 400)
         if size > limit:
             return json_error(
-                f"Request body is {size} bytes; the limit is {limit} bytes.",
+                f"Request body is {size} bytes; the limit is {limit} bytes ({setting}).",
                 "PAYLOAD_TOO_LARGE",
                 413,
             )

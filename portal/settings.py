@@ -249,6 +249,19 @@ RAG_JOBS = {
     "HEARTBEAT_S": float(os.environ.get("RAG_JOB_HEARTBEAT_S", "5")),
     "STALLED_AFTER_S": float(os.environ.get("RAG_JOB_STALLED_AFTER_S", "30")),
 }
+# Uploaded files (SPEC F1-F3; portal/api/files.py, parsed by the jobs in a child process).
+RAG_FILES = {
+    # The most bytes one upload request may carry (its files and form together): refused with
+    # 413 from its Content-Length, before the body is read.
+    "MAX_UPLOAD_BYTES": int(os.environ.get("RAG_MAX_UPLOAD_BYTES", str(50 * 1024 * 1024))),
+    "MAX_FILES": int(os.environ.get("RAG_MAX_UPLOAD_FILES", "20")),
+    # Parsing one file: pages, seconds (wall and CPU) and memory of the parser's process.
+    "MAX_PAGES": int(os.environ.get("RAG_MAX_FILE_PAGES", "2000")),
+    "TIMEOUT_S": float(os.environ.get("RAG_FILE_TIMEOUT_S", "120")),
+    "MEMORY_MB": int(os.environ.get("RAG_FILE_MEMORY_MB", "1024")),
+    # OCR of pages without a text layer, where Tesseract is installed.
+    "OCR": os.environ.get("RAG_FILE_OCR", "true").lower() != "false",
+}
 # The worker's connections come from Django's database settings; tasks live in one module.
 PROCRASTINATE_IMPORT_PATHS = ["portal.rag.job_runner"]
 PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""

@@ -239,6 +239,7 @@ class IngestJob(models.Model):
     class Kind(models.TextChoices):
         DOCUMENT = "document"
         BATCH = "batch"
+        FILE = "file"
 
     ENDED = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
 
@@ -265,6 +266,14 @@ class IngestJob(models.Model):
     error_code = models.CharField(max_length=40, blank=True)
     error_message = models.TextField(blank=True)
     results = models.JSONField(default=list, blank=True)
+    file = models.ForeignKey(
+        "StoredFile",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+        help_text="The uploaded file a file job ingests.",
+    )
     queue_job_id = models.BigIntegerField(
         null=True, blank=True, help_text="The procrastinate job that runs it now."
     )
@@ -288,3 +297,41 @@ class IngestJob(models.Model):
     @property
     def ended(self) -> bool:
         return self.state in self.ENDED
+
+
+class StoredFile(models.Model):
+    """An uploaded original (SPEC F3), kept in PostgreSQL beside its chunks: any worker on any
+    machine can parse it, a document can be re-indexed from it, and whoever may read the
+    document can download it.
+
+    A file belongs to the collection (and owner) its upload named; ``document_id`` is set when
+    its job has ingested it, and a later upload of the same source replaces it. Deleting the
+    document or its collection deletes the file.
+    """
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="stored_files",
+        help_text="Who uploaded it.",
+    )
+    collection = models.CharField(max_length=63)
+    shared = models.BooleanField(default=False)
+    filename = models.CharField(max_length=255)
+    source = models.CharField(
+        max_length=1000, help_text="The document's source: the file name unless one was given."
+    )
+    media_type = models.CharField(max_length=100, help_text="Detected from the content.")
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    data = models.BinaryField()
+    document_id = models.CharField(max_length=100, blank=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("-created_at",)
+        verbose_name = "uploaded file"
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.media_type}, {self.size} bytes)"

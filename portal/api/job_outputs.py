@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from tenants.models import IngestJob
+from tenants.models import IngestJob, StoredFile
 
 
 class JobErrorOutput(serializers.Serializer):  # type: ignore[type-arg]
@@ -27,6 +27,21 @@ class JobResultOutput(serializers.Serializer):  # type: ignore[type-arg]
     source = serializers.CharField()  # type: ignore[assignment]
     chunks_created = serializers.IntegerField()
     unchanged = serializers.BooleanField()
+    media_type = serializers.CharField(required=False, help_text="A file's type (file jobs).")
+    pages = serializers.IntegerField(required=False, help_text="A file's pages (file jobs).")
+    needs_ocr_pages = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Pages without a text layer that were not OCR'd (Tesseract missing): their "
+        "text is not in the document (file jobs).",
+    )
+
+
+class JobFileOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    filename = serializers.CharField()
+    media_type = serializers.CharField()
+    size = serializers.IntegerField(help_text="Bytes.")
 
 
 class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
@@ -43,6 +58,7 @@ class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
     collection = serializers.CharField()
     shared = serializers.BooleanField()
     kind = serializers.ChoiceField(choices=IngestJob.Kind.values)
+    file = JobFileOutput(allow_null=True, help_text="The uploaded file (file jobs).")
     user = serializers.CharField(help_text="Who submitted it.")
     documents = serializers.IntegerField(help_text="Documents in the input.")
     input_bytes = serializers.IntegerField(help_text="UTF-8 bytes of their content.")
@@ -65,6 +81,7 @@ class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
             "collection": instance.collection,
             "shared": instance.shared,
             "kind": instance.kind,
+            "file": _file(instance.file) if instance.file_id else None,
             "user": instance.user.get_username(),
             "documents": instance.documents,
             "input_bytes": instance.input_bytes,
@@ -82,6 +99,17 @@ class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
             "started_at": _iso(instance.started_at),
             "finished_at": _iso(instance.finished_at),
         }
+
+
+def _file(stored: StoredFile | None) -> dict[str, Any] | None:
+    if stored is None:
+        return None
+    return {
+        "id": str(stored.id),
+        "filename": stored.filename,
+        "media_type": stored.media_type,
+        "size": stored.size,
+    }
 
 
 def _iso(value: Any) -> str | None:

@@ -232,6 +232,10 @@ class SearchInput(InputSerializer):
 
 
 class ChunkMetadataOutput(serializers.Serializer):  # type: ignore[type-arg]
+    """The fields below, and every key of the document's metadata and of the chunk's own: a
+    file's chunks carry ``page_number`` (where the chunk starts), ``page_end``, ``has_image``
+    and, under a heading, ``section``."""
+
     title = serializers.CharField()
     source = serializers.CharField()  # type: ignore[assignment]
     created_at = serializers.CharField()
@@ -299,6 +303,10 @@ class DocumentOutput(serializers.Serializer):  # type: ignore[type-arg]
     content_hash = serializers.CharField()
     created_at = serializers.DateTimeField()
     chunk_count = serializers.IntegerField()
+    metadata = serializers.DictField(
+        help_text="The metadata it was ingested with, how it was chunked, and for a file its "
+        "filename, media_type, page_count (and author, created where the file says)."
+    )
 
 
 class ChunkOutput(serializers.Serializer):  # type: ignore[type-arg]
@@ -307,6 +315,11 @@ class ChunkOutput(serializers.Serializer):  # type: ignore[type-arg]
     content = serializers.CharField()
     start_offset = serializers.IntegerField()
     end_offset = serializers.IntegerField()
+    metadata = serializers.DictField(
+        help_text="The document's metadata and the chunk's own: a file's chunks carry "
+        "page_number (where the chunk starts), page_end, has_image and, under a heading, "
+        "section."
+    )
 
 
 class DocumentDetailOutput(DocumentOutput):

@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from portal.api import chat, jobs, views
+from portal.api import chat, files, jobs, views
 
 urlpatterns = [
     path("auth/login", views.LoginView.as_view(), name="api-login"),
@@ -18,6 +18,12 @@ urlpatterns = [
         name="api-documents",
     ),
     path("rag/documents/<str:document_id>", views.DocumentView.as_view(), name="api-document"),
+    path(
+        "rag/documents/<str:document_id>/file",
+        files.DocumentFileView.as_view(),
+        name="api-document-file",
+    ),
+    path("rag/files", files.FileUploadView.as_view(), name="api-files"),
     path("rag/jobs", jobs.JobListView.as_view(), name="api-jobs"),
     path("rag/jobs/<str:job_id>", jobs.JobView.as_view(), name="api-job"),
     path("rag/jobs/<str:job_id>/cancel", jobs.JobCancelView.as_view(), name="api-job-cancel"),

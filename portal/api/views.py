@@ -55,7 +55,13 @@ def _document(document: DocumentRecord) -> dict[str, Any]:
         "content_hash": document.content_hash,
         "created_at": document.created_at,
         "chunk_count": document.chunk_count,
+        "metadata": dict(document.metadata),
     }
+
+
+STORE_FIELDS = frozenset({"title", "source", "created_at", "tags"})
+"""What the store copies from the document onto each chunk's metadata: shown with the
+document (or named in a hit's metadata), not repeated among the chunk's own."""
 
 
 def _chunk(chunk: ChunkRecord) -> dict[str, Any]:
@@ -65,12 +71,14 @@ def _chunk(chunk: ChunkRecord) -> dict[str, Any]:
         "content": chunk.content,
         "start_offset": chunk.start_offset,
         "end_offset": chunk.end_offset,
+        "metadata": {k: v for k, v in chunk.metadata.items() if k not in STORE_FIELDS},
     }
 
 
 def _hit(hit: SearchHit) -> dict[str, Any]:
     chunk = hit.chunk
     metadata = {
+        **chunk.metadata,  # what the document was given and the chunk's own (a file's pages)
         "title": chunk.metadata.get("title", ""),
         "source": chunk.metadata.get("source", ""),
         "created_at": chunk.metadata.get("created_at", ""),

@@ -33,8 +33,9 @@ from procrastinate.contrib.django import app
 from rest_framework.exceptions import PermissionDenied
 
 from portal.api.errors import database_unavailable
-from portal.rag import services
+from portal.rag import files, services
 from rag_plugin import exceptions as rag
+from rag_plugin.files import ExtractedDocument, extract_isolated
 from tenants.models import IngestJob
 
 logger = logging.getLogger("portal.rag")
@@ -109,7 +110,7 @@ def run_job(job_id: uuid.UUID, *, queue_job_id: int) -> None:
     if not claimed:
         _log("rag.job_skipped", job_id, queue_job=queue_job_id)
         return
-    job = IngestJob.objects.select_related("user").get(id=job_id)
+    job = IngestJob.objects.select_related("user", "file").get(id=job_id)
     _log("rag.job_started", job_id, attempt=job.attempts, queue_job=queue_job_id)
     run = JobRun(job, token)
     if job.cancel_requested:
@@ -160,8 +161,13 @@ class JobRun:
         job = self.job
         started = time.perf_counter()
         payload = job.payload
+        extracted: ExtractedDocument | None = None
         try:
-            documents = [services.NewDocument(**document) for document in payload["documents"]]
+            if job.kind == IngestJob.Kind.FILE:
+                extracted = self._extracted()
+                documents = [self._file_document(extracted)]
+            else:
+                documents = [services.NewDocument(**document) for document in payload["documents"]]
             self.progress(IngestJob.Stage.EMBEDDING, 0, 0)
             ingested = services.documents_ingest(
                 user=job.user,
@@ -170,7 +176,14 @@ class JobRun:
                 chunking_strategy=payload.get("chunking_strategy"),
                 shared=job.shared,
                 progress=self.progress,
+                chunk_metadata=[extracted.chunk_metadata] if extracted is not None else None,
             )
+            if job.file is not None:
+                files.file_ingested(
+                    job.file,
+                    ingested.results[0].document.id,
+                    owner_id=None if job.shared else job.user_id,
+                )
         except JobCancelled:
             self.end(IngestJob.State.CANCELLED)
             return
@@ -186,6 +199,7 @@ class JobRun:
                 "source": result.document.source,
                 "chunks_created": len(result.chunks),
                 "unchanged": result.unchanged,
+                **(_file_result(extracted) if extracted is not None else {}),
             }
             for result in ingested.results
         ]
@@ -202,6 +216,49 @@ class JobRun:
             documents=len(results),
             chunks=sum(len(result.chunks) for result in ingested.results),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+
+    def _extracted(self) -> ExtractedDocument:
+        """The job's file as text with pages, parsed in a child process under the
+        deployment's limits (a hostile file fails the job with its code, never the worker)."""
+        stored = self.job.file
+        if stored is None:
+            raise rag.NotFoundError(
+                "The job's uploaded file was deleted (with its document or collection) before "
+                "the job ran; upload it again."
+            )
+        extracted = extract_isolated(
+            bytes(stored.data), filename=stored.filename, limits=files.extraction_limits()
+        )
+        if not extracted.text.strip():
+            missing = extracted.needs_ocr_pages
+            raise rag.InvalidInputError(
+                f"The file {stored.filename!r} has no text"
+                + (
+                    f": its pages {', '.join(map(str, missing))} are images and Tesseract is "
+                    "not installed where the job ran (install tesseract-ocr and "
+                    "tesseract-ocr-eng), or upload a file with a text layer."
+                    if missing
+                    else "; upload one that has."
+                )
+            )
+        return extracted
+
+    def _file_document(self, extracted: ExtractedDocument) -> services.NewDocument:
+        stored = self.job.file
+        assert stored is not None  # _extracted() has checked
+        payload = self.job.payload
+        return services.NewDocument(
+            content=extracted.text,
+            title=payload.get("title") or extracted.title,
+            source=stored.source,
+            tags=payload.get("tags", []),
+            metadata={
+                **payload.get("metadata", {}),
+                **extracted.metadata,
+                "filename": stored.filename,
+                "media_type": stored.media_type,
+            },
         )
 
     def progress(self, stage: str, done: int, total: int) -> None:
@@ -256,6 +313,15 @@ class JobRun:
         else:
             _log("rag.job_error", self.job.id, level=logging.ERROR, exc=exc)
         self.fail(code, message)
+
+
+def _file_result(extracted: ExtractedDocument) -> dict[str, Any]:
+    """What a file job's result adds: its pages, and those that still need OCR."""
+    return {
+        "media_type": extracted.media_type,
+        "pages": len(extracted.pages),
+        "needs_ocr_pages": list(extracted.needs_ocr_pages),
+    }
 
 
 def failure_of(exc: BaseException, job: IngestJob) -> tuple[str, str, bool]:

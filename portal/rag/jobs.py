@@ -1,4 +1,5 @@
-"""Ingestion jobs as users see them (SPEC J1, J3): submit, list, read, cancel and retry.
+"""Ingestion jobs as users see them (SPEC J1, J3): submit (texts, or uploaded files: SPEC F3),
+list, read, cancel and retry.
 
 A job is a row of the tenant's schema (:class:`~tenants.models.IngestJob`) and an entry in the
 queue (procrastinate's tables in the public schema), written in one transaction, so a job is
@@ -11,9 +12,10 @@ Someone else's job is answered as missing (404), never as forbidden.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -29,8 +31,10 @@ from portal.rag.job_runner import ingest_job, lock_key
 from portal.rag.scope import scope_for
 from portal.rag.services import NewDocument
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
+from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.files import detect_media_type
 from rag_plugin.ingest import content_too_small
-from tenants.models import IngestJob
+from tenants.models import IngestJob, StoredFile
 
 
 def sync_max_bytes() -> int:
@@ -77,6 +81,88 @@ def job_submit(
     return job
 
 
+@dataclass(frozen=True)
+class Upload:
+    """One uploaded file: its name, its bytes and how its document is described."""
+
+    filename: str
+    data: bytes
+    source: str = ""
+    """The document's source; the file name when empty."""
+    title: str = ""
+    """The document's title; the file's own (PDF metadata, first heading) when empty."""
+    tags: Sequence[str] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@transaction.atomic
+def file_jobs_submit(
+    *,
+    user: AbstractBaseUser,
+    collection: str,
+    uploads: Sequence[Upload],
+    chunking_strategy: str | None = None,
+    shared: bool = False,
+) -> list[IngestJob]:
+    """Keep each file (SPEC F3) and queue a job that ingests it into the caller's collection;
+    return the jobs in the uploads' order. Every file of the upload or none.
+
+    The allowlist (and for a shared collection the caller's right to write it) is checked
+    now and again when each job runs. Only the type is told here, from the first bytes: a
+    file of a type no extractor reads is refused (``UnsupportedFileTypeError``, naming the
+    file). Parsing, which a hostile file can make slow, huge or crash, is the job's, in a child
+    process under limits.
+    """
+    scope = scope_for(user=user, collection=collection, shared=shared, write=True)
+    if chunking_strategy:
+        ChunkingStrategy.parse(chunking_strategy)
+    limit = int(settings.RAG_FILES["MAX_UPLOAD_BYTES"])
+    typed = []
+    for upload in uploads:
+        if not upload.data:
+            raise InvalidInputError(f"The file {upload.filename!r} is empty; upload its content.")
+        if len(upload.data) > limit:
+            raise InvalidInputError(
+                f"The file {upload.filename!r} is {len(upload.data)} bytes; the limit is {limit} "
+                "(RAG_MAX_UPLOAD_BYTES)."
+            )
+        typed.append((upload, detect_media_type(upload.data, upload.filename)))
+    jobs = []
+    for upload, media_type in typed:
+        stored = StoredFile.objects.create(
+            id=uuid.uuid4(),
+            user_id=user.pk,
+            collection=collection,
+            shared=shared,
+            filename=upload.filename,
+            source=upload.source or upload.filename,
+            media_type=media_type,
+            size=len(upload.data),
+            sha256=hashlib.sha256(upload.data).hexdigest(),
+            data=upload.data,
+        )
+        job = IngestJob.objects.create(
+            id=uuid.uuid4(),
+            user_id=user.pk,
+            collection=collection,
+            shared=shared,
+            kind=IngestJob.Kind.FILE,
+            file=stored,
+            payload={
+                "title": upload.title,
+                "tags": list(upload.tags),
+                "metadata": dict(upload.metadata),
+                "chunking_strategy": chunking_strategy,
+            },
+            documents=1,
+            input_bytes=len(upload.data),
+            max_attempts=int(settings.RAG_JOBS["MAX_ATTEMPTS"]),
+        )
+        _enqueue(job, owner=scope.owner)
+        jobs.append(job)
+    return jobs
+
+
 CHUNK_CHECK_MAX_CHARS = 64 * 1024
 """Texts up to this long are chunked at submit to refuse one too small with a 400 now; a
 longer text always makes chunks (unless it is blank), and chunking it would slow the submit."""
@@ -104,7 +190,8 @@ def _enqueue(job: IngestJob, *, owner: str | None) -> None:
 
 def visible_jobs(user: AbstractBaseUser) -> QuerySet[IngestJob]:
     """The jobs ``user`` may see: their own, or the tenant's for a tenant admin."""
-    jobs = IngestJob.objects.select_related("user")
+    # The file's name and type, not its bytes.
+    jobs = IngestJob.objects.select_related("user", "file").defer("file__data")
     return jobs if getattr(user, "is_staff", False) else jobs.filter(user_id=user.pk)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from portal.rag.files import files_forget
 from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, scope_for
 from portal.rag.selectors import document_find
@@ -22,6 +23,7 @@ from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_confi
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.ingest import (
+    ChunkMetadata,
     IngestProgress,
     IngestResult,
     StoredSource,
@@ -100,10 +102,12 @@ def documents_ingest(
     chunking_strategy: str | None = None,
     shared: bool = False,
     progress: IngestProgress | None = None,
+    chunk_metadata: Sequence[ChunkMetadata | None] | None = None,
 ) -> DocumentsIngested:
     """Ingest several documents into the caller's collection in one store write: all the
     changed ones or none. Unchanged sources are skipped, as :func:`document_ingest` skips one.
-    ``progress`` follows the embedding and the write (an ingestion job's stages).
+    ``progress`` follows the embedding and the write (an ingestion job's stages);
+    ``chunk_metadata`` gives chunks metadata of their own (a file's pages), one per document.
     """
     started = time.perf_counter()
     scope, embedder, results = _ingest(
@@ -113,6 +117,7 @@ def documents_ingest(
         chunking_strategy=chunking_strategy,
         shared=shared,
         progress=progress,
+        chunk_metadata=chunk_metadata,
     )
     _log_ingest(
         "rag.ingest_batch",
@@ -164,6 +169,7 @@ def _ingest(
     chunking_strategy: str | None,
     shared: bool,
     progress: IngestProgress | None = None,
+    chunk_metadata: Sequence[ChunkMetadata | None] | None = None,
 ) -> tuple[Scope, Embedder, list[IngestResult]]:
     strategy = ChunkingStrategy.parse(chunking_strategy) if chunking_strategy else None
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
@@ -198,6 +204,7 @@ def _ingest(
             stored={},
             create=True,
             progress=progress,
+            chunk_metadata=chunk_metadata,
         )
     else:
         stored = {
@@ -205,7 +212,14 @@ def _ingest(
             for source, (document, chunks) in found.items()
         }
         results = ingest_texts(
-            scope.store, embedder, info, texts, chunker=chunker, stored=stored, progress=progress
+            scope.store,
+            embedder,
+            info,
+            texts,
+            chunker=chunker,
+            stored=stored,
+            progress=progress,
+            chunk_metadata=chunk_metadata,
         )
     return scope, embedder, results
 
@@ -214,6 +228,7 @@ def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool =
     """Delete the caller's collection with all its documents; return how many there were."""
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
     deleted = scope.store.delete_collection(collection, owner=scope.owner)
+    files_forget(collection=collection, shared=shared, user=user)
     logger.info(
         "rag.collection_delete",
         extra={
@@ -231,6 +246,9 @@ def document_delete(*, user: AbstractBaseUser, document_id: str, shared: bool = 
     """Delete one of the caller's documents (chunks, vectors, postings); return its collection."""
     found = document_find(user=user, document_id=document_id, shared=shared, write=True)
     found.scope.store.delete_document(found.collection, document_id)
+    files_forget(
+        collection=found.collection.name, shared=shared, user=user, document_id=document_id
+    )
     logger.info(
         "rag.document_delete",
         extra={

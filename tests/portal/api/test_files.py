@@ -1,0 +1,296 @@
+"""File uploads over HTTP (SPEC F1-F3): multipart in, one job per file, pages on the chunks,
+the original back for whoever may read the document, hostile files refused with a code.
+
+The portal is the session's live gunicorn server; the files are made by real tools (fpdf2,
+python-docx) in tests/rag_plugin/files/makers.py, plus a real manual shipped as a fixture.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from portal import launch
+from rag_plugin.files import extract
+from tests.conftest import LOGS, PortalServer
+from tests.portal.api.test_jobs import wait_for
+from tests.rag_plugin.files.makers import (
+    PAGE_5,
+    REPORT_TITLE,
+    report_docx,
+    report_pdf,
+    simple_pdf,
+)
+
+ACME = "acme.localhost"
+PDF_MEDIA_TYPE = "application/pdf"
+FIXTURES = Path(__file__).parents[2] / "rag_plugin" / "files" / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def worker(portal_server: PortalServer) -> Iterator[None]:
+    """One worker for the module (its first file starts the parser's fork server)."""
+    with launch.worker(portal_server.env, LOGS / "worker-test-files.log"):
+        yield
+
+
+def upload(
+    api: httpx.Client,
+    collection: str,
+    files: list[tuple[str, bytes]],
+    **form: Any,
+) -> httpx.Response:
+    return api.post(
+        "/api/rag/files",
+        data={"collection": collection, **form},
+        files=[("file", (name, data)) for name, data in files],
+    )
+
+
+def uploaded(api: httpx.Client, collection: str, name: str, data: bytes, **form: Any) -> Any:
+    """Upload one file, wait for its job, return the ended job."""
+    response = upload(api, collection, [(name, data)], **form)
+    assert response.status_code == 202, response.text
+    (accepted,) = response.json()["jobs"]
+    return wait_for(api, accepted["job_id"], timeout=120)
+
+
+def test_a_pdf_and_a_docx_become_documents_whose_chunks_carry_their_pages(
+    portal_server: PortalServer, source: str, worker: None
+) -> None:
+    with portal_server.api(ACME, "alice") as api:
+        response = upload(
+            api,
+            source,
+            [("report.pdf", report_pdf()), ("census.docx", report_docx())],
+            metadata='{"team": "rivers"}',
+            tags="survey",
+            chunking_strategy="semantic",
+        )
+        assert response.status_code == 202, response.text
+        accepted = response.json()["jobs"]
+        assert [(j["filename"], j["media_type"], j["state"]) for j in accepted] == [
+            ("report.pdf", PDF_MEDIA_TYPE, "queued"),
+            (
+                "census.docx",
+                "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                "queued",
+            ),
+        ]
+        pdf_job, docx_job = (wait_for(api, j["job_id"], timeout=120) for j in accepted)
+        assert pdf_job["state"] == "succeeded", pdf_job
+        assert pdf_job["kind"] == "file"
+        assert pdf_job["file"]["filename"] == "report.pdf"
+        (result,) = pdf_job["results"]
+        assert (result["source"], result["pages"], result["media_type"]) == (
+            "report.pdf",
+            5,
+            PDF_MEDIA_TYPE,
+        )
+        assert result["needs_ocr_pages"] == []  # Tesseract read the scanned page 4
+        assert docx_job["state"] == "succeeded", docx_job
+        assert docx_job["results"][0]["pages"] == 2
+
+        document = api.get(f"/api/rag/documents/{result['document_id']}").json()
+        assert document["title"] == REPORT_TITLE
+        assert document["tags"] == ["survey"]
+        assert document["metadata"]["team"] == "rivers"
+        assert document["metadata"]["page_count"] == 5
+        assert document["metadata"]["media_type"] == PDF_MEDIA_TYPE
+        chunks = document["chunks"]
+        pages = [(c["metadata"]["page_number"], c["metadata"]["page_end"]) for c in chunks]
+        assert pages == sorted(pages)
+        assert pages[0][0] == 1
+        assert pages[-1][1] == 5
+        for chunk in chunks:
+            if "Conclusion" in chunk["content"]:
+                assert chunk["metadata"]["page_end"] == 5
+            if "old mill" in chunk["content"]:  # OCR'd from the picture on page 4
+                assert chunk["metadata"]["page_number"] <= 4 <= chunk["metadata"]["page_end"]
+                assert chunk["metadata"]["has_image"] is True
+
+        found = api.post(
+            "/api/rag/search",
+            json={"collection": source, "query": "stable otter numbers", "strategy": "bm25"},
+        ).json()["results"]
+        assert found[0]["metadata"]["document_id"] == result["document_id"]
+        assert found[0]["metadata"]["page_end"] == 5
+        assert PAGE_5[1] in found[0]["content"]
+
+
+def test_the_original_is_downloaded_by_its_reader_only_and_deleted_with_its_document(
+    portal_server: PortalServer, source: str, worker: None
+) -> None:
+    data = simple_pdf([["Kept as it was sent."], ["Page two of the original."]])
+    with portal_server.api(ACME, "alice") as alice, portal_server.api(ACME, "bob") as bob:
+        job = uploaded(alice, source, "kept.pdf", data, source="manuals/kept.pdf")
+        assert job["state"] == "succeeded", job
+        document_id = job["results"][0]["document_id"]
+        assert job["results"][0]["source"] == "manuals/kept.pdf"
+
+        response = alice.get(f"/api/rag/documents/{document_id}/file")
+        assert response.status_code == 200
+        assert response.content == data
+        assert response.headers["content-type"] == PDF_MEDIA_TYPE
+        assert response.headers["content-disposition"] == 'attachment; filename="kept.pdf"'
+
+        assert bob.get(f"/api/rag/documents/{document_id}/file").status_code == 404
+
+        assert alice.delete(f"/api/rag/documents/{document_id}").status_code == 200
+        gone = alice.get(f"/api/rag/documents/{document_id}/file")
+        assert (gone.status_code, gone.json()["code"]) == (404, "NOT_FOUND")
+
+
+def test_a_document_ingested_as_text_has_no_file_to_download(
+    portal_server: PortalServer, source: str
+) -> None:
+    with portal_server.api(ACME, "alice") as api:
+        ingested = api.post(
+            "/api/rag/ingest",
+            json={"collection": source, "content": "Plain text sent as JSON. " * 5},
+        ).json()
+        response = api.get(f"/api/rag/documents/{ingested['document_id']}/file")
+    assert response.status_code == 404
+    assert "not ingested from an uploaded file" in response.json()["error"]
+
+
+def test_a_real_manual_is_read_page_by_page(
+    portal_server: PortalServer, source: str, worker: None
+) -> None:
+    data = (FIXTURES / "fontconfig-user.pdf").read_bytes()
+    with_text = {p.number for p in extract(data).pages if p.end > p.start}
+    with portal_server.api(ACME, "alice") as api:
+        job = uploaded(api, source, "manual.bin", data)  # the name says nothing of the type
+        assert job["state"] == "succeeded", job
+        (result,) = job["results"]
+        assert result["media_type"] == PDF_MEDIA_TYPE
+        assert result["pages"] >= len(with_text) > 1
+        document = api.get(f"/api/rag/documents/{result['document_id']}").json()
+    spans = [(c["metadata"]["page_number"], c["metadata"]["page_end"]) for c in document["chunks"]]
+    assert spans == sorted(spans)
+    covered = {page for first, last in spans for page in range(first, last + 1)}
+    assert with_text <= covered  # every page with text is in some chunk, at its place
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "code"),
+    [
+        (
+            "secret.pdf",
+            simple_pdf([["Top secret."]], owner_password="o", user_password="u"),
+            "ENCRYPTED_DOCUMENT",
+        ),
+        ("broken.pdf", simple_pdf([["Cut short."]] * 3)[:600], "CORRUPT_DOCUMENT"),
+    ],
+    ids=["encrypted", "corrupt"],
+)
+def test_a_file_that_cannot_be_read_fails_its_job_with_a_code_and_writes_nothing(
+    portal_server: PortalServer, source: str, worker: None, name: str, data: bytes, code: str
+) -> None:
+    with portal_server.api(ACME, "alice") as api:
+        job = uploaded(api, source, name, data)
+        assert job["state"] == "failed", job
+        assert job["error"]["code"] == code
+        assert job["attempts"] == 1  # the file's fault: never retried
+        assert source not in {c["name"] for c in api.get("/api/rag/collections").json()}
+
+
+def test_an_unsupported_type_is_refused_at_upload_naming_the_file_and_the_types(
+    portal_server: PortalServer, source: str
+) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(64)
+    with portal_server.api(ACME, "alice") as api:
+        before = api.get("/api/rag/jobs", params={"collection": source}).json()
+        response = upload(api, source, [("ok.pdf", simple_pdf([["Fine."]])), ("photo.png", png)])
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert body["code"] == "UNSUPPORTED_FILE_TYPE"
+        assert "photo.png" in body["error"]
+        assert "PDF, DOCX, HTML" in body["error"]
+        # The upload is all or nothing: the good file is not kept either.
+        assert api.get("/api/rag/jobs", params={"collection": source}).json() == before
+
+
+@pytest.mark.parametrize(
+    ("form", "field", "message"),
+    [
+        ({"metadata": '{"page_number": 3}'}, "metadata", "set from the file"),
+        ({"metadata": "not json"}, "metadata", "Not JSON"),
+        ({"shared": "yes"}, "shared", "true or false"),
+        ({"colour": "red"}, "colour", "Unknown form field"),
+    ],
+)
+def test_bad_form_fields_are_a_400_naming_them(
+    portal_server: PortalServer, source: str, form: dict[str, str], field: str, message: str
+) -> None:
+    with portal_server.api(ACME, "alice") as api:
+        response = upload(api, source, [("a.pdf", simple_pdf([["A."]]))], **form)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert field in response.json()["error"]
+    assert message in response.json()["error"]
+
+
+def test_an_upload_with_no_file_or_two_sources_is_a_400(
+    portal_server: PortalServer, source: str
+) -> None:
+    with portal_server.api(ACME, "alice") as api:
+        empty = api.post("/api/rag/files", data={"collection": source}, files={})
+        pdf = simple_pdf([["A."]])
+        two = upload(api, source, [("a.pdf", pdf), ("b.pdf", pdf)], source="one-name.pdf")
+    assert empty.status_code in (400, 415)
+    assert two.status_code == 400
+    assert "only when uploading one file" in two.json()["error"]
+
+
+def test_a_disabled_source_refuses_the_upload_before_anything_is_kept(
+    portal_server: PortalServer, source: str
+) -> None:
+    portal_server.set_source("acme", source, False)
+    with portal_server.api(ACME, "alice") as api:
+        response = upload(api, source, [("a.pdf", simple_pdf([["A."]]))])
+        assert response.status_code == 403
+        assert response.json()["code"] == "FORBIDDEN"
+        assert api.get("/api/rag/jobs", params={"collection": source}).json()["jobs"] == []
+
+
+def _raw_request(server: PortalServer, head: str) -> tuple[str, float]:
+    """Send only a request's head (no body) and return the status line and how long the
+    answer took."""
+    token = server.token(ACME, "alice")
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        conn.sendall(
+            (head.format(host=f"{ACME}:{server.port}", token=token) + "\r\n").encode("ascii")
+        )
+        answer = conn.recv(4096).decode("latin-1")
+    return answer.split("\r\n", 1)[0], time.monotonic() - started
+
+
+def test_an_oversized_upload_is_refused_from_its_length_before_its_body_is_read(
+    portal_server: PortalServer,
+) -> None:
+    status, took = _raw_request(
+        portal_server,
+        "POST /api/rag/files HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+        "Content-Type: multipart/form-data; boundary=x\r\n"
+        f"Content-Length: {60 * 1024 * 1024}\r\nConnection: close\r\n",
+    )
+    assert status.endswith("413 Request Entity Too Large"), status
+    assert took < 5  # the 60 MiB it announced were never sent, nor waited for
+
+
+def test_an_upload_without_a_length_is_refused(portal_server: PortalServer) -> None:
+    status, _ = _raw_request(
+        portal_server,
+        "POST /api/rag/files HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+        "Content-Type: multipart/form-data; boundary=x\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n",
+    )
+    assert status.endswith("411 Length Required"), status
