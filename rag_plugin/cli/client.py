@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, TypeGuard
@@ -14,6 +13,7 @@ import httpx
 from httpx_sse import connect_sse
 
 from rag_plugin.cli.errors import ApiError as ApiError  # raised by every request
+from rag_plugin.cli.errors import error_details, reaching
 from rag_plugin.cli.job import Job, JobPage, Submitted
 from rag_plugin.cli.transport import http_client
 from rag_plugin.exceptions import InvalidInputError
@@ -274,14 +274,14 @@ class RagClient:
         """One chat turn answered as Server-Sent Events: (event, data) as they arrive."""
         url = api_url(self.host, "/api/rag/chat")
         with (
-            _reaching(url),
+            reaching(url),
             connect_sse(self._http, "POST", url, json={**payload, "stream": True}) as source,
         ):
             response = source.response
             streamed = response.headers.get("content-type", "").startswith("text/event-stream")
             if not response.is_success and not streamed:
                 response.read()
-                message, code = _error_details(response)
+                message, code = error_details(response)
                 raise ApiError(message, status=response.status_code, code=code)
             for event in source.iter_sse():
                 data = json.loads(event.data)
@@ -311,10 +311,10 @@ class RagClient:
     ) -> tuple[int, Any]:
         """The status and JSON body of a successful answer; an error status is an ApiError."""
         url = api_url(self.host, path)
-        with _reaching(url):
+        with reaching(url):
             response = self._http.request(method, url, json=payload, params=params)
         if not response.is_success:
-            message, code = _error_details(response)
+            message, code = error_details(response)
             raise ApiError(message, status=response.status_code, code=code)
         try:
             return response.status_code, response.json()
@@ -325,35 +325,6 @@ class RagClient:
 def _job_path(job_id: str) -> str:
     """The job's URL path; the id is escaped, so a typed id cannot reach another route."""
     return f"/api/rag/jobs/{quote(job_id, safe='')}"
-
-
-@contextmanager
-def _reaching(url: str) -> Iterator[None]:
-    """Turn a request's transport failures (no connection, no answer in time) into ApiError."""
-    try:
-        yield
-    except httpx.TimeoutException as exc:
-        raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
-    except httpx.TransportError as exc:
-        raise ApiError(f"could not reach {url}: {exc}") from exc
-
-
-def _error_details(response: httpx.Response) -> tuple[str, str | None]:
-    """The API's ``{"error", "code"}`` body, or the start of whatever else came back."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        message = body.get("error", body.get("detail"))
-        code = body.get("code")
-        request_id = body.get("request_id")
-        if isinstance(message, str) and message:
-            if isinstance(request_id, str) and request_id:
-                message = f"{message} (request id {request_id})"  # what the server logged
-            return message, code if isinstance(code, str) else None
-    text = " ".join(response.text.split())[:200]
-    return text or response.reason_phrase, None
 
 
 def _is_integer(value: Any) -> TypeGuard[int]:

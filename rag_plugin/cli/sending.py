@@ -8,12 +8,13 @@ portal that predates jobs ingests at once (200), which counts as done.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from rag_plugin.cli.batching import MAX_BATCH_BYTES, plan_batches
 from rag_plugin.cli.client import (
     ApiError,
     IngestResult,
@@ -25,47 +26,7 @@ from rag_plugin.cli.discovery import Document
 from rag_plugin.cli.job import Job, Submitted
 from rag_plugin.cli.waiting import JobWatch, Pacer
 
-__all__ = [
-    "MAX_BATCH_BYTES",
-    "Interrupted",
-    "Sent",
-    "document_json",
-    "plan_batches",
-    "send_documents",
-]
-
-T = TypeVar("T")
-
-MAX_BATCH_BYTES = 1024 * 1024
-"""JSON bytes of documents per batch request: half the portal's default 2 MiB body limit."""
-
-
-def plan_batches(
-    documents: Sequence[T],
-    *,
-    max_documents: int,
-    max_bytes: int,
-    size: Callable[[T], int],
-) -> list[tuple[T, ...]]:
-    """Consecutive groups of at most ``max_documents`` and ``max_bytes`` (by ``size``), in order.
-
-    A document bigger than ``max_bytes`` on its own makes a group of one.
-    """
-    batches: list[tuple[T, ...]] = []
-    current: list[T] = []
-    current_bytes = 0
-    for document in documents:
-        document_bytes = size(document)
-        if current and (
-            len(current) >= max_documents or current_bytes + document_bytes > max_bytes
-        ):
-            batches.append(tuple(current))
-            current, current_bytes = [], 0
-        current.append(document)
-        current_bytes += document_bytes
-    if current:
-        batches.append(tuple(current))
-    return batches
+__all__ = ["Interrupted", "Sent", "document_json", "send_documents"]
 
 
 @dataclass(frozen=True)

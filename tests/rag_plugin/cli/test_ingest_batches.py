@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from rag_plugin.cli import main
+from rag_plugin.cli.batching import MAX_BATCH_BYTES, plan_batches
 from rag_plugin.cli.client import document_fields, encoded_size
 from rag_plugin.cli.commands import run
 from rag_plugin.cli.discovery import Document
-from rag_plugin.cli.sending import MAX_BATCH_BYTES, plan_batches
 from tests.rag_plugin.cli.fake_portal import FakePortal, running_fake_portal
 from tests.rag_plugin.cli.test_ingest_dir import (
     BROKEN_NOTE,
