@@ -201,6 +201,33 @@ class RagClient:
             results.append(IngestResult(chunks, document_id))
         return results
 
+    def upload_file(
+        self,
+        *,
+        collection: str,
+        filename: str,
+        data: bytes,
+        source: str,
+        tags: Sequence[str],
+        chunking_strategy: str | None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Submitted:
+        """Upload one file to ingest (``POST /api/rag/files``, multipart): the server tells
+        its type from the content, keeps it, and answers with its job (202). The server
+        replaces an earlier document with the same source, as for text."""
+        form: dict[str, Any] = {"collection": collection, "source": source, "tags": list(tags)}
+        if chunking_strategy is not None:
+            form["chunking_strategy"] = chunking_strategy
+        if metadata:
+            # A form field has no JSON type: the object goes as text.
+            form["metadata"] = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+        # Bytes, whose length httpx knows: it sends a Content-Length, which the portal
+        # requires so that it can refuse an upload over its limit before reading it.
+        _, body = self._send(
+            "POST", "/api/rag/files", None, form=form, files={"file": (filename, data)}
+        )
+        return Submitted.from_upload_json(body)
+
     def search(
         self,
         *,
@@ -308,11 +335,19 @@ class RagClient:
         path: str,
         payload: dict[str, Any] | None,
         params: Mapping[str, str] | None = None,
+        *,
+        form: Mapping[str, Any] | None = None,
+        files: Mapping[str, tuple[str, bytes]] | None = None,
     ) -> tuple[int, Any]:
-        """The status and JSON body of a successful answer; an error status is an ApiError."""
+        """The status and JSON body of a successful answer; an error status is an ApiError.
+
+        ``payload`` goes as JSON, or ``form`` and ``files`` as ``multipart/form-data``.
+        """
         url = api_url(self.host, path)
         with reaching(url):
-            response = self._http.request(method, url, json=payload, params=params)
+            response = self._http.request(
+                method, url, json=payload, params=params, data=form, files=files
+            )
         if not response.is_success:
             message, code = error_details(response)
             raise ApiError(message, status=response.status_code, code=code)

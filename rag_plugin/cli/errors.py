@@ -14,12 +14,17 @@ __all__ = ["ApiError", "error_details", "reaching"]
 
 
 class ApiError(RagError):
-    """The server could not be reached, or answered a request with an error status."""
+    """The server could not be reached, or answered a request with an error status.
+
+    ``server_code``: the API's error code from the answer, None when it had none (``code``
+    then stays the class's generic one).
+    """
 
     def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
         super().__init__(message if status is None else f"HTTP {status}: {message}")
         self.message = message
         self.status = status
+        self.server_code = code
         if code is not None:
             self.code = code
 

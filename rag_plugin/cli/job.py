@@ -16,12 +16,16 @@ ENDED = frozenset({"succeeded", "failed", "cancelled"})
 
 @dataclass(frozen=True)
 class JobResult:
-    """One document a succeeded job wrote (or found unchanged)."""
+    """One document a succeeded job wrote (or found unchanged); a file job's also says what
+    the file was: its media type, its pages, and those whose text still needs OCR."""
 
     source: str
     document_id: str
     chunks: int
     unchanged: bool
+    media_type: str | None = None
+    pages: int | None = None
+    needs_ocr_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,11 +111,13 @@ class JobPage:
 @dataclass(frozen=True)
 class Submitted:
     """The 202 answer to an ingest that became a job: the job's id, state and why it is one
-    (``requested``, or ``size`` for content over the server's threshold)."""
+    (``requested``, or ``size`` for content over the server's threshold); for an uploaded
+    file, the media type the server told from its content."""
 
     job_id: str
     state: str
     reason: str | None
+    media_type: str | None = None
 
     @classmethod
     def from_json(cls, body: Any) -> Submitted:
@@ -123,7 +129,16 @@ class Submitted:
             job_id,
             state if isinstance(state, str) else "queued",
             reason if isinstance(reason, str) else None,
+            _text(body.get("media_type")),
         )
+
+    @classmethod
+    def from_upload_json(cls, body: Any) -> Submitted:
+        """The job of a one-file upload: ``{"jobs": [{"job_id", "state", "media_type", ...}]}``."""
+        jobs = body.get("jobs") if isinstance(body, dict) else None
+        if not isinstance(jobs, list) or len(jobs) != 1:
+            raise ApiError(f"file upload answered 202 without one job: {body!r:.200}")
+        return cls.from_json(jobs[0])
 
 
 def _results(job_id: str, entries: Any) -> tuple[JobResult, ...]:
@@ -148,7 +163,20 @@ def _results(job_id: str, entries: Any) -> tuple[JobResult, ...]:
                 f"job {job_id} results[{position}] has no string source and document_id and "
                 f"integer chunks_created: {entry!r:.200}"
             )
-        results.append(JobResult(source, document_id, chunks, item.get("unchanged") is True))
+        pages, needs_ocr = item.get("pages"), item.get("needs_ocr_pages")
+        results.append(
+            JobResult(
+                source,
+                document_id,
+                chunks,
+                item.get("unchanged") is True,
+                _text(item.get("media_type")),
+                pages if _is_integer(pages) else None,
+                tuple(page for page in needs_ocr if _is_integer(page))
+                if isinstance(needs_ocr, list)
+                else (),
+            )
+        )
     return tuple(results)
 
 

@@ -137,3 +137,22 @@ def test_a_202_answer_is_read_as_the_job_submitted() -> None:
     with pytest.raises(ApiError) as caught:
         Submitted.from_json({"state": "queued"})
     assert str(caught.value) == "ingest answered 202 without a job_id: {'state': 'queued'}"
+
+
+def test_a_file_jobs_result_says_its_type_pages_and_the_pages_needing_ocr() -> None:
+    result = {"document_id": "d1", "source": "scan.pdf", "chunks_created": 3, "unchanged": False,
+              "media_type": "application/pdf", "pages": 5, "needs_ocr_pages": [2, 4]}  # fmt: skip
+
+    job = Job.from_json(contract_job(kind="file", documents=1, results=[result]))
+
+    assert job.results == (JobResult("scan.pdf", "d1", 3, False, "application/pdf", 5, (2, 4)),)
+
+
+def test_a_one_file_uploads_202_answer_is_read_as_its_job() -> None:
+    body = {"jobs": [{"filename": "a.pdf", "media_type": "application/pdf", "job_id": JOB_ID,
+                      "status_url": f"/api/rag/jobs/{JOB_ID}", "state": "queued"}]}  # fmt: skip
+
+    assert Submitted.from_upload_json(body) == Submitted(JOB_ID, "queued", None, "application/pdf")
+    with pytest.raises(ApiError) as caught:
+        Submitted.from_upload_json({"jobs": []})
+    assert str(caught.value) == "file upload answered 202 without one job: {'jobs': []}"
