@@ -24,7 +24,7 @@ from rag_plugin.cli.client import (
     RagClient,
     normalize_host,
 )
-from rag_plugin.cli.discovery import Discovery, discover
+from rag_plugin.cli.discovery import DEFAULT_MAX_UPLOAD_BYTES, Discovery, discover
 from rag_plugin.cli.jobs import add_jobs_parser
 from rag_plugin.cli.jobs import jobs as jobs_flow
 from rag_plugin.cli.sending import Interrupted, Sent, document_json, send_documents
@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ingest = commands.add_parser(
-        "ingest-dir", parents=[connection], help="ingest every text file under a folder"
+        "ingest-dir",
+        parents=[connection],
+        help="ingest every text, PDF, DOCX and HTML file under a folder",
     )
     ingest.add_argument("--collection", required=True)
     ingest.add_argument("--docs-path", required=True, type=Path)
@@ -102,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_BATCH_SIZE,
         metavar="N",
         help=f"documents per request ({DEFAULT_BATCH_SIZE}; 1 sends each document on its own)",
+    )
+    ingest.add_argument(
+        "--max-upload-bytes",
+        type=positive(int),
+        default=DEFAULT_MAX_UPLOAD_BYTES,
+        metavar="BYTES",
+        help="skip PDF, DOCX and HTML files larger than this: the portal's upload limit "
+        f"(RAG_MAX_UPLOAD_BYTES, {DEFAULT_MAX_UPLOAD_BYTES} by default)",
     )
     ingest.add_argument(
         "--dry-run", action="store_true", help="list what would be sent; no network at all"
@@ -182,11 +192,11 @@ def ingest_dir(args: argparse.Namespace, console: Console) -> int:
     """Ingest every supported file under ``--docs-path``; fails closed before any write."""
     host = _host(args, console)
     collection = _non_empty(args.collection, "--collection")
-    discovery = discover(args.docs_path)
+    discovery = discover(args.docs_path, max_upload_bytes=args.max_upload_bytes)
     for item in discovery.skipped:
         console.err(output.skipped_line(item.path, item.reason))
     if not discovery.documents:
-        raise CommandError(f"no ingestible text documents found under {args.docs_path}")
+        raise CommandError(f"no ingestible documents found under {args.docs_path}")
     if args.dry_run:
         _report_dry_run(discovery, args.json, console)
         return 0
@@ -224,6 +234,7 @@ def _report_ingest(
     outcomes = sent.outcomes
     failed = sum(1 for outcome in outcomes if outcome["status"] == "failed")
     succeeded = sum(1 for outcome in outcomes if outcome["status"] == "ingested")
+    unchanged = sum(1 for outcome in outcomes if outcome.get("unchanged") is True)
     pending = len(outcomes) - failed - succeeded
     chunks = sum(outcome.get("chunks", 0) for outcome in outcomes)
     if args.json:
@@ -233,6 +244,7 @@ def _report_ingest(
             "failed": failed,
             "pending": pending,
             "chunks": chunks,
+            "unchanged": unchanged,
         }
         report = _discovery_json(discovery, False, outcomes, summary)
         console.out(output.json_text({**report, "jobs": sent.jobs}))
@@ -240,13 +252,21 @@ def _report_ingest(
         for outcome in outcomes:
             path = Path(outcome["path"])
             if outcome["status"] == "ingested":
-                console.out(output.ingested_line(path, outcome["chunks"]))
+                line = output.ingested_line(
+                    path,
+                    outcome["chunks"],
+                    unchanged=outcome.get("unchanged") is True,
+                    needs_ocr_pages=outcome.get("needs_ocr_pages") or (),
+                )
+                console.out(line)
             elif outcome["status"] == "failed":
                 console.err(output.failed_line(path, output.failure(outcome)))
         if args.no_wait:
             for job in sent.pending:
                 console.out(output.job_line(job["job_id"], job["documents"]))
-        console.out(output.summary_line(len(outcomes), succeeded, failed, chunks, pending))
+        console.out(
+            output.summary_line(len(outcomes), succeeded, failed, chunks, pending, unchanged)
+        )
     problems = [f"{failed} document(s) failed ingestion"] if failed else []
     if sent.pending and not args.no_wait:
         waiting = ", ".join(f"{job['job_id']} ({job['state']})" for job in sent.pending)

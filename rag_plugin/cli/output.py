@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rag_plugin.cli.discovery import Document
+from rag_plugin.cli.discovery import Document, Ingestible
 from rag_plugin.cli.job import Job
 
 SNIPPET_CHARS = 240
@@ -19,9 +19,14 @@ def _field(text: str) -> str:
     return " ".join(text.replace("\t", " ").splitlines())
 
 
-def dry_run_line(document: Document) -> str:
-    """``path<TAB>title<TAB>N bytes`` for one planned document."""
-    return f"{document.path}\t{_field(document.title)}\t{document.size} bytes"
+def dry_run_line(document: Ingestible) -> str:
+    """``path<TAB>title<TAB>N bytes`` for one planned document; a file to upload has
+    ``(PDF upload)`` (or DOCX, HTML) for a title, which the portal reads from it."""
+    if isinstance(document, Document):
+        title = _field(document.title)
+    else:
+        title = f"({document.type_name} upload)"
+    return f"{document.path}\t{title}\t{document.size} bytes"
 
 
 def dry_run_summary(documents: int) -> str:
@@ -29,9 +34,20 @@ def dry_run_summary(documents: int) -> str:
     return f"dry_run=true documents={documents}"
 
 
-def ingested_line(path: Path, chunks: int) -> str:
-    """``ingested<TAB>path<TAB>N chunks`` (stdout)."""
-    return f"ingested\t{path}\t{chunks} chunks"
+def ingested_line(
+    path: Path, chunks: int, *, unchanged: bool = False, needs_ocr_pages: Sequence[int] = ()
+) -> str:
+    """``ingested<TAB>path<TAB>N chunks`` (stdout), ``unchanged`` first for a document the
+    portal already held as it is; then the pages of a file whose text is missing for want
+    of OCR, if any."""
+    line = f"{'unchanged' if unchanged else 'ingested'}\t{path}\t{chunks} chunks"
+    if needs_ocr_pages:
+        pages = ", ".join(map(str, needs_ocr_pages))
+        if len(needs_ocr_pages) == 1:
+            line += f"\tpage {pages} needs OCR: it is an image and its text was not read"
+        else:
+            line += f"\tpages {pages} need OCR: they are images and their text was not read"
+    return line
 
 
 def failed_line(path: Path, error: str) -> str:
@@ -62,10 +78,15 @@ def job_line(job_id: str, documents: int) -> str:
     return f"job\t{job_id}\t{documents} documents"
 
 
-def summary_line(documents: int, succeeded: int, failed: int, chunks: int, pending: int = 0) -> str:
-    """``summary<TAB>documents=N succeeded=S failed=F chunks=C`` (then `` pending=P`` for
+def summary_line(
+    documents: int, succeeded: int, failed: int, chunks: int, pending: int = 0, unchanged: int = 0
+) -> str:
+    """``summary<TAB>documents=N succeeded=S failed=F chunks=C`` (then `` unchanged=U`` for
+    the succeeded documents the portal already held as they are, and `` pending=P`` for
     documents in jobs not waited for to the end)."""
     line = f"summary\tdocuments={documents} succeeded={succeeded} failed={failed} chunks={chunks}"
+    if unchanged:
+        line += f" unchanged={unchanged}"
     return f"{line} pending={pending}" if pending else line
 
 

@@ -1,9 +1,10 @@
 """Sending ``ragctl ingest-dir``'s documents as ingestion jobs, and waiting for them.
 
-Documents go in batches through ``/api/rag/ingest/batch`` (one request per document when a
-batch is refused, or the server has no batch route), each request asking for a job. The jobs
-are then polled until they end, with one progress bar over all the files on a terminal. A
-portal that predates jobs ingests at once (200), which counts as done.
+Text documents go in batches through ``/api/rag/ingest/batch`` (one request per document when
+a batch is refused, or the server has no batch route), each request asking for a job; PDF,
+DOCX and HTML files are uploaded one a request to ``/api/rag/files``, which makes a job of
+each. The jobs are then polled until they end, with one progress bar over all the files on a
+terminal. A portal that predates jobs ingests text at once (200), which counts as done.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from rag_plugin.cli.client import (
     document_fields,
     encoded_size,
 )
-from rag_plugin.cli.discovery import Document
-from rag_plugin.cli.job import Job, Submitted
+from rag_plugin.cli.discovery import Document, FileDocument, Ingestible
+from rag_plugin.cli.job import Job, JobResult, Submitted
 from rag_plugin.cli.waiting import JobWatch, Pacer
 
 __all__ = ["Interrupted", "Sent", "document_json", "send_documents"]
@@ -32,7 +33,8 @@ __all__ = ["Interrupted", "Sent", "document_json", "send_documents"]
 @dataclass(frozen=True)
 class Sent:
     """What became of the documents: an outcome each, in their order (``status`` ingested,
-    failed, or the state of the job still carrying it), and every job submitted."""
+    failed, the state of the job still carrying it, or ``not sent`` after Ctrl-C), and every
+    job submitted."""
 
     outcomes: list[dict[str, Any]]
     jobs: list[dict[str, Any]]
@@ -84,14 +86,24 @@ class _Run:
 
     client: RagClient
     options: _Options
-    documents: Sequence[Document]
+    documents: Sequence[Ingestible]
     bar: Any  # tqdm: counts the documents decided
     outcomes: dict[int, dict[str, Any]] = field(default_factory=dict)
     jobs: dict[str, _JobEntry] = field(default_factory=dict)
+    # The media type the server told from an uploaded file's content, by position.
+    detected: dict[int, str] = field(default_factory=dict)
     watch: JobWatch = field(init=False)
+    texts: dict[int, Document] = field(init=False)
+    files: dict[int, FileDocument] = field(init=False)
 
     def __post_init__(self) -> None:
         self.watch = JobWatch(self.client.job)
+        self.texts, self.files = {}, {}
+        for position, document in enumerate(self.documents):
+            if isinstance(document, Document):
+                self.texts[position] = document
+            else:
+                self.files[position] = document
 
     def submit(self, batches: Sequence[tuple[int, ...]]) -> None:
         """Ask for a job per batch; a refused batch goes again one request per document."""
@@ -103,7 +115,7 @@ class _Run:
                 try:
                     answer = self.client.ingest_batch(
                         collection=self.options.collection,
-                        documents=[self.documents[position] for position in batch],
+                        documents=[self.texts[position] for position in batch],
                         tags=self.options.tags,
                         chunking_strategy=self.options.chunking_strategy,
                         metadata=self.options.metadata,
@@ -124,6 +136,32 @@ class _Run:
             for position in batch:
                 self._submit_one(position)
 
+    def upload(self) -> None:
+        """Upload each file in its own request, read only now: one file in memory at a time."""
+        for position, document in self.files.items():
+            self.bar.set_postfix_str(f"uploading {document.source}")
+            try:
+                data = document.path.read_bytes()
+            except OSError as exc:
+                self._decide(position, status="failed", http_status=None, error=str(exc), code=None)
+                continue
+            try:
+                answer = self.client.upload_file(
+                    collection=self.options.collection,
+                    filename=document.path.name,
+                    data=data,
+                    source=document.source,
+                    tags=self.options.tags,
+                    chunking_strategy=self.options.chunking_strategy,
+                    metadata=self.options.metadata,
+                )
+            except ApiError as exc:
+                self._refused(position, exc)
+                continue
+            if answer.media_type is not None:
+                self.detected[position] = answer.media_type
+            self._track(answer, (position,))
+
     def wait(self, pacer: Pacer) -> None:
         """Poll the jobs until each has ended or the pacer's deadline has passed."""
         while self.watch.pending and pacer.wait():
@@ -137,17 +175,20 @@ class _Run:
     def sent(self) -> Sent:
         outcomes = []
         carried = {position: entry for entry in self.jobs.values() for position in entry.positions}
-        for position, document in enumerate(self.documents):
+        for position in range(len(self.documents)):
             outcome = self.outcomes.get(position)
             if outcome is None:
-                entry = carried[position]
-                outcome = {**document_json(document), "status": entry.state}
-                outcome["job_id"] = entry.job_id
+                entry = carried.get(position)
+                if entry is None:  # interrupted before it was sent
+                    outcome = {**self._listed(position), "status": "not sent"}
+                else:
+                    outcome = {**self._listed(position), "status": entry.state}
+                    outcome["job_id"] = entry.job_id
             outcomes.append(outcome)
         return Sent(outcomes, [entry.json() for entry in self.jobs.values()])
 
     def _submit_one(self, position: int) -> None:
-        document = self.documents[position]
+        document = self.texts[position]
         self.bar.set_postfix_str(f"sending {document.source}")
         try:
             answer = self.client.ingest(
@@ -161,7 +202,7 @@ class _Run:
                 job=True,
             )
         except ApiError as exc:
-            self._decide(position, status="failed", http_status=exc.status, error=exc.message)
+            self._refused(position, exc)
             return
         if isinstance(answer, Submitted):
             self._track(answer, (position,))
@@ -194,10 +235,7 @@ class _Run:
             for position in entry.positions:
                 source = self.documents[position].source
                 if source in by_source:
-                    result = by_source[source]
-                    self._ingested(
-                        position, IngestResult(result.chunks, result.document_id), entry.job_id
-                    )
+                    self._ingested(position, by_source[source], entry.job_id)
                 else:
                     self._decide(
                         position,
@@ -223,14 +261,39 @@ class _Run:
                     job_id=entry.job_id,
                 )
 
-    def _ingested(self, position: int, result: IngestResult, job_id: str | None) -> None:
+    def _ingested(
+        self, position: int, result: IngestResult | JobResult, job_id: str | None
+    ) -> None:
         fields: dict[str, Any] = {"chunks": result.chunks, "document_id": result.document_id}
         if job_id is not None:
             fields["job_id"] = job_id
+        if isinstance(result, JobResult):
+            fields["unchanged"] = result.unchanged
+            if result.media_type is not None:  # a file's: what the portal read in it
+                fields["media_type"] = result.media_type
+                fields["pages"] = result.pages
+                fields["needs_ocr_pages"] = list(result.needs_ocr_pages)
         self._decide(position, status="ingested", **fields)
 
+    def _refused(self, position: int, exc: ApiError) -> None:
+        """The server refused the document's request (or could not be reached)."""
+        self._decide(
+            position,
+            status="failed",
+            http_status=exc.status,
+            error=exc.message,
+            code=exc.server_code,
+        )
+
     def _decide(self, position: int, **fields: Any) -> None:
-        self.outcomes[position] = {**document_json(self.documents[position]), **fields}
+        self.outcomes[position] = {**self._listed(position), **fields}
+
+    def _listed(self, position: int) -> dict[str, Any]:
+        """The document as the output lists it, with the type the server found in a file."""
+        listed = document_json(self.documents[position])
+        if position in self.detected:
+            listed["media_type"] = self.detected[position]
+        return listed
 
     def _count(self) -> None:
         """Move the bar to the documents decided so far (once a round, not per document)."""
@@ -243,7 +306,7 @@ class _Run:
 def send_documents(
     client: RagClient,
     collection: str,
-    documents: Sequence[Document],
+    documents: Sequence[Ingestible],
     *,
     tags: Sequence[str],
     chunking_strategy: str | None,
@@ -253,9 +316,10 @@ def send_documents(
     wait_timeout: float,
     progress: TextIO | None,
 ) -> Sent:
-    """Submit the documents in order, in batches of at most ``batch_size`` (and
-    :data:`MAX_BATCH_BYTES`), then (``wait``) wait up to ``wait_timeout`` seconds for their
-    jobs. A failure is recorded and the run goes on. ``progress``: where to draw the bar."""
+    """Submit the text documents in order, in batches of at most ``batch_size`` (and
+    :data:`MAX_BATCH_BYTES`), upload the files one by one, then (``wait``) wait up to
+    ``wait_timeout`` seconds for their jobs. A failure is recorded and the run goes on.
+    ``progress``: where to draw the bar."""
     bar = tqdm(
         total=len(documents),
         file=progress,
@@ -268,14 +332,15 @@ def send_documents(
     options = _Options(collection, tags, chunking_strategy, metadata)
     run = _Run(client, options, documents, bar)
     batches = plan_batches(
-        range(len(documents)),
+        list(run.texts),
         max_documents=batch_size,
         max_bytes=MAX_BATCH_BYTES,
-        size=lambda position: encoded_size(document_fields(documents[position], tags, metadata)),
+        size=lambda position: encoded_size(document_fields(run.texts[position], tags, metadata)),
     )
     with bar:
         try:
             run.submit(batches)
+            run.upload()
             run._count()
             if wait:
                 run.wait(Pacer(wait_timeout))
@@ -290,8 +355,16 @@ def send_documents(
     return run.sent()
 
 
-def document_json(document: Document) -> dict[str, Any]:
-    """A discovered document as the JSON output lists it."""
+def document_json(document: Ingestible) -> dict[str, Any]:
+    """A discovered document as the JSON output lists it: a file's title is the portal's to
+    read, so it has the media type ragctl expects instead (the portal's, once it has told)."""
+    if isinstance(document, FileDocument):
+        return {
+            "path": str(document.path),
+            "source": document.source,
+            "media_type": document.media_type,
+            "bytes": document.size,
+        }
     return {
         "path": str(document.path),
         "source": document.source,

@@ -2,7 +2,8 @@
 
 Ingest requests with ``"async": true`` (or over ``sync_max_bytes`` of content) become jobs in
 ``queue`` (``fake_jobs.py``), which move one step each time they are read; ``has_jobs = False``
-makes it an older portal that ingests at once and has no job routes.
+makes it an older portal that ingests at once and has no job routes. File uploads are
+``fake_files.py``'s.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from tests.rag_plugin.cli import fake_files
 from tests.rag_plugin.cli.fake_jobs import FakeJobQueue, input_bytes
 
 PASSWORD = "correct horse"
@@ -69,6 +71,10 @@ class FakePortal:
     has_jobs: bool = True
     # Ingest requests with more UTF-8 bytes of content than this are jobs even without async.
     sync_max_bytes: int = 256 * 1024
+    # Uploads whose Content-Length is over this are refused (413), as RAG_MAX_UPLOAD_BYTES.
+    max_upload_bytes: int = 50 * 1024 * 1024
+    # Sources of uploaded files whose results list these pages as needing OCR.
+    needs_ocr: dict[str, list[int]] = field(default_factory=dict)
     queue: FakeJobQueue = field(init=False)
 
     def __post_init__(self) -> None:
@@ -86,11 +92,13 @@ class FakePortal:
         return sorted(source for name, source in self.documents if name == collection)
 
     def ingests(self) -> list[tuple[str, list[str]]]:
-        """Each ingest request: its path and the sources it carried, in order."""
+        """Each ingest request (and upload): its path and the sources it carried, in order."""
         sent: list[tuple[str, list[str]]] = []
         for request in self.requests:
             if request.path == "/api/rag/ingest":
                 sent.append((request.path, [request.body.get("source")]))
+            elif request.path == "/api/rag/files":
+                sent.append((request.path, request.body.fields.get("source", [])))
             elif request.path == "/api/rag/ingest/batch":
                 sources = [document.get("source") for document in request.body["documents"]]
                 sent.append((request.path, sources))
@@ -124,6 +132,8 @@ class FakePortal:
                 return self._ingest(body, user)
             if (method, path) == ("POST", "/api/rag/ingest/batch") and self.batch_missing is None:
                 return self._ingest_batch(body, user)
+            if (method, path) == ("POST", "/api/rag/files"):
+                return fake_files.upload(self, body, user)
             if self.has_jobs and (method, path) == ("GET", "/api/rag/jobs"):
                 return self.queue.listing(user, query or {})
             route = JOB_ROUTE.fullmatch(path)
@@ -199,6 +209,7 @@ class FakePortal:
             "source": stored.source,
             "chunks_created": len(stored.chunks),
             "unchanged": False,
+            **fields.get("file", {}),  # a file's media type, pages and pages needing OCR
         }
 
     def _store(self, collection: str, fields: Any, strategy: str | None) -> StoredDocument:
@@ -293,9 +304,15 @@ def _handler(portal: FakePortal) -> type[BaseHTTPRequestHandler]:
             self._answer()
 
         def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = self.headers.get("Content-Length")
+            length = int(declared or 0)
             raw = self.rfile.read(length) if length else b""
-            body = json.loads(raw) if raw else {}
+            content_type = self.headers.get("Content-Type", "")
+            body: Any
+            if content_type.startswith("multipart/form-data"):
+                body = fake_files.parse_form(content_type, raw, length if declared else None)
+            else:
+                body = json.loads(raw) if raw else {}
             url = urlsplit(self.path)
             status, payload = portal.handle(
                 self.command,

@@ -8,6 +8,8 @@ from pathlib import Path, PurePath
 import pytest
 
 from rag_plugin.cli.discovery import (
+    Document,
+    FileDocument,
     Skipped,
     discover,
     document_title,
@@ -15,6 +17,7 @@ from rag_plugin.cli.discovery import (
     source_name,
 )
 from rag_plugin.exceptions import InvalidInputError
+from tests.rag_plugin.cli.test_ingest_dir import UNSUPPORTED
 
 
 def write(root: Path, relative: str, data: bytes | str) -> Path:
@@ -93,12 +96,7 @@ def test_walk_is_recursive_sorted_by_path_components(tmp_path: Path) -> None:
         tmp_path / "a-b.md",
         tmp_path / "b.md",
     ]
-    assert found.skipped == (
-        Skipped(
-            tmp_path / "image.png",
-            "not a text file ragctl ingests (.md .markdown .txt .text .json .jsonl)",
-        ),
-    )
+    assert found.skipped == (Skipped(tmp_path / "image.png", UNSUPPORTED),)
     assert found.empty == ()
 
 
@@ -176,7 +174,7 @@ def test_whitespace_only_files_are_skipped_as_empty(tmp_path: Path, blank: str) 
 def test_every_file_not_ingested_is_skipped_with_its_reason_in_path_order(
     tmp_path: Path,
 ) -> None:
-    write(tmp_path, "manual.pdf", b"%PDF-1.7")
+    write(tmp_path, "manual.odt", b"PK\x03\x04 a ZIP archive, but not a Word document")
     write(tmp_path, "a/README", "no extension\n")
     write(tmp_path, "a/notes.md.bak", "backup\n")
     write(tmp_path, "a/latin.md", b"caf\xe9\n")
@@ -186,17 +184,16 @@ def test_every_file_not_ingested_is_skipped_with_its_reason_in_path_order(
 
     found = discover(tmp_path)
 
-    unsupported = "not a text file ragctl ingests (.md .markdown .txt .text .json .jsonl)"
     assert [document.source for document in found.documents] == ["a/kept.md"]
     skipped = [(item.path.relative_to(tmp_path).as_posix(), item.reason) for item in found.skipped]
     assert skipped == [
-        ("a/README", unsupported),
+        ("a/README", UNSUPPORTED),
         ("a/blank.txt", "empty (only whitespace)"),
         ("a/latin.md", "'utf-8' codec can't decode byte 0xe9 in position 3: invalid "
          "continuation byte"),
-        ("a/notes.md.bak", unsupported),
-        ("a/pipe.png", unsupported),
-        ("manual.pdf", unsupported),
+        ("a/notes.md.bak", UNSUPPORTED),
+        ("a/pipe.png", UNSUPPORTED),
+        ("manual.odt", UNSUPPORTED),
     ]  # fmt: skip
 
 
@@ -225,3 +222,115 @@ def test_docs_path_that_is_not_a_directory_is_refused(tmp_path: Path, kind: str)
 
 def test_source_is_relative_posix_path(tmp_path: Path) -> None:
     assert source_name(tmp_path, tmp_path / "a" / "b.md") == "a/b.md"
+
+
+PDF, HTML = "application/pdf", "text/html"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def test_pdf_docx_and_html_files_are_uploads_in_path_order_among_the_text(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "b/report.PDF", b"%PDF-1.7 made elsewhere")
+    write(tmp_path, "a/census.docx", b"PK\x03\x04 not even read")
+    write(tmp_path, "site/index.html", "<p>Welcome</p>\n")
+    write(tmp_path, "site/old.HTM", "<p>Old</p>\n")
+    write(tmp_path, "a/notes.md", "# Notes\n")
+
+    found = discover(tmp_path)
+
+    assert found.documents == (
+        FileDocument(tmp_path / "a" / "census.docx", "a/census.docx", DOCX, 18),
+        Document(tmp_path / "a" / "notes.md", "a/notes.md", "Notes", "# Notes\n", 8),
+        FileDocument(tmp_path / "b" / "report.PDF", "b/report.PDF", PDF, 23),
+        FileDocument(tmp_path / "site" / "index.html", "site/index.html", HTML, 15),
+        FileDocument(tmp_path / "site" / "old.HTM", "site/old.HTM", HTML, 11),
+    )
+    assert (found.skipped, found.empty) == ((), ())
+
+
+def test_a_file_named_as_a_pdf_is_uploaded_whatever_it_holds(tmp_path: Path) -> None:
+    # The portal tells the type from the content and refuses it: ragctl does not guess.
+    write(tmp_path, "fake.pdf", "plain text with a .pdf name\n")
+
+    (document,) = discover(tmp_path).documents
+
+    assert document == FileDocument(tmp_path / "fake.pdf", "fake.pdf", PDF, 28)
+
+
+@pytest.mark.parametrize(
+    ("name", "head", "media_type"),
+    [
+        ("manual.bin", b"%PDF-1.4\n%binary", PDF),
+        ("download", b"\n" * 900 + b"%PDF-1.7", PDF),  # the header anywhere in the first KiB
+        ("page.xhtml", b"\xef\xbb\xbf  <!DOCTYPE html><title>x</title>", HTML),
+        ("saved.aspx", b"<html><body>hello</body></html>", HTML),
+    ],
+)
+def test_a_pdf_or_html_of_another_name_is_found_by_its_first_bytes(
+    tmp_path: Path, name: str, head: bytes, media_type: str
+) -> None:
+    write(tmp_path, name, head)
+
+    found = discover(tmp_path)
+
+    assert found.documents == (FileDocument(tmp_path / name, name, media_type, len(head)),)
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("late.bin", b"\n" * 1024 + b"%PDF-1.7"),  # past the first KiB
+        # A DOCX is told by its name only: a ZIP archive lists its parts at its end.
+        ("census.zip", b"PK\x03\x04" + bytes(2000)),
+        ("photo.png", b"\x89PNG\r\n\x1a\n" + bytes(64)),
+        ("README", b"Plain text: never ingested without a text extension.\n"),
+    ],
+)
+def test_other_files_stay_unsupported(tmp_path: Path, name: str, data: bytes) -> None:
+    write(tmp_path, name, data)
+
+    found = discover(tmp_path)
+
+    assert (found.documents, found.skipped) == ((), (Skipped(tmp_path / name, UNSUPPORTED),))
+
+
+def test_an_empty_upload_is_skipped_as_empty(tmp_path: Path) -> None:
+    empty = write(tmp_path, "empty.pdf", b"")
+
+    found = discover(tmp_path)
+
+    assert found.documents == ()
+    assert found.skipped == (Skipped(empty, "empty (0 bytes)"),)
+    assert found.empty == (empty,)
+
+
+def test_a_file_over_the_upload_limit_is_skipped_with_both_sizes(tmp_path: Path) -> None:
+    write(tmp_path, "fits.pdf", b"%PDF-" + bytes(5))
+    big = write(tmp_path, "big.html", b"<html>" + bytes(5))
+
+    found = discover(tmp_path, max_upload_bytes=10)
+
+    assert [document.source for document in found.documents] == ["fits.pdf"]
+    assert found.skipped == (
+        Skipped(
+            big,
+            "11 bytes, over the upload limit of 10 bytes (the portal's RAG_MAX_UPLOAD_BYTES; "
+            "--max-upload-bytes if the portal's is higher)",
+        ),
+    )
+
+
+def test_an_upload_that_cannot_be_read_is_skipped_with_the_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.pdf"
+    os.mkfifo(fifo)
+    broken = tmp_path / "gone.docx"
+    broken.symlink_to(tmp_path / "missing.docx")
+
+    found = discover(tmp_path)
+
+    assert found.documents == ()
+    assert [(item.path, item.reason) for item in found.skipped] == [
+        (broken, f"[Errno 2] No such file or directory: '{broken}'"),
+        (fifo, f"not a regular file: {fifo}"),
+    ]

@@ -166,6 +166,7 @@ def test_batch_with_one_bad_document_falls_back_and_fails_only_that_document(
         "failed": 1,
         "pending": 0,
         "chunks": 4,
+        "unchanged": 0,
     }
     assert fake_portal.sources("docs") == [DATA, INTRO, NOTES]
 

@@ -57,12 +57,15 @@ def make_docs(root: Path) -> Path:
     return docs
 
 
+UNSUPPORTED = (
+    "not a file ragctl ingests (.md .markdown .txt .text .json .jsonl .pdf .docx .html .htm, "
+    "or a PDF or HTML file by its first bytes)"
+)
 BROKEN_NOTE = (
     "skipped\t{docs}/blank.txt\tempty (only whitespace)\n"
     "skipped\t{docs}/broken.md\t'utf-8' codec can't decode byte 0xe9 in position 3: invalid "
     "continuation byte\n"
-    "skipped\t{docs}/picture.png\tnot a text file ragctl ingests (.md .markdown .txt .text "
-    ".json .jsonl)\n"
+    f"skipped\t{{docs}}/picture.png\t{UNSUPPORTED}\n"
 )
 """What make_docs' folder prints on stderr first: every file not ingested, with why."""
 
@@ -144,7 +147,7 @@ def test_dry_run_json_lists_documents_skipped_and_empty(
         },
         {
             "path": f"{docs}/picture.png",
-            "reason": "not a text file ragctl ingests (.md .markdown .txt .text .json .jsonl)",
+            "reason": UNSUPPORTED,
         },
     ]
     assert report["empty"] == [f"{docs}/blank.txt"]
@@ -173,9 +176,8 @@ def test_folder_without_documents_fails_before_any_request(tmp_path: Path) -> No
 
     assert code == 1
     assert stderr.getvalue() == (
-        f"skipped\t{tmp_path}/only.png\tnot a text file ragctl ingests (.md .markdown .txt "
-        ".text .json .jsonl)\n"
-        f"error: no ingestible text documents found under {tmp_path}\n"
+        f"skipped\t{tmp_path}/only.png\t{UNSUPPORTED}\n"
+        f"error: no ingestible documents found under {tmp_path}\n"
     )
 
 
@@ -415,6 +417,7 @@ def test_json_run_reports_every_document_outcome(
             "status": "failed",
             "http_status": 500,
             "error": "refused data.jsonl",
+            "code": "INTERNAL_ERROR",
         },
         {
             "path": f"{docs}/guide/advanced/TUNING.MD",
@@ -425,6 +428,7 @@ def test_json_run_reports_every_document_outcome(
             "chunks": 2,
             "document_id": "doc1",
             "job_id": job_id(1),
+            "unchanged": False,
         },
     ]
     assert report["summary"] == {
@@ -433,6 +437,7 @@ def test_json_run_reports_every_document_outcome(
         "failed": 1,
         "pending": 0,
         "chunks": 5,
+        "unchanged": 0,
     }
     assert report["jobs"] == [
         {"job_id": job_id(number), "state": "succeeded", "documents": 1, "reason": "requested"}

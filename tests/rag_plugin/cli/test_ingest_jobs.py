@@ -148,6 +148,7 @@ def test_no_wait_json_gives_each_document_its_job(tmp_path: Path, fake_portal: F
         "failed": 0,
         "pending": 4,
         "chunks": 0,
+        "unchanged": 0,
     }
 
 

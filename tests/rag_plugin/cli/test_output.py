@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_plugin.cli.discovery import Document
-from rag_plugin.cli.output import dry_run_line, failed_line, search_lines
+import pytest
+
+from rag_plugin.cli.discovery import Document, FileDocument
+from rag_plugin.cli.output import (
+    dry_run_line,
+    failed_line,
+    ingested_line,
+    search_lines,
+    summary_line,
+)
 
 
 def test_search_lines_show_typo_correction_rerank_and_normalized_score() -> None:
@@ -42,4 +50,34 @@ def test_tabs_and_line_breaks_cannot_split_an_audit_line() -> None:
     assert dry_run_line(document) == "d/a.md\tTab here and break\t1 bytes"
     assert failed_line(Path("d/a.md"), "HTTP 500: boom\nTraceback") == (
         "failed\td/a.md\tHTTP 500: boom Traceback"
+    )
+
+
+def test_a_file_to_upload_is_planned_with_its_type_for_a_title() -> None:
+    document = FileDocument(Path("d/report.PDF"), "report.PDF", "application/pdf", 2048)
+
+    assert dry_run_line(document) == "d/report.PDF\t(PDF upload)\t2048 bytes"
+
+
+@pytest.mark.parametrize(
+    ("unchanged", "pages", "line"),
+    [
+        (False, (), "ingested\td/a.pdf\t3 chunks"),
+        (True, (), "unchanged\td/a.pdf\t3 chunks"),
+        (False, (4,), "ingested\td/a.pdf\t3 chunks\tpage 4 needs OCR: it is an image and its "
+         "text was not read"),
+        (True, (2, 5), "unchanged\td/a.pdf\t3 chunks\tpages 2, 5 need OCR: they are images and "
+         "their text was not read"),
+    ],
+)  # fmt: skip
+def test_ingested_line_says_unchanged_and_the_pages_needing_ocr(
+    unchanged: bool, pages: tuple[int, ...], line: str
+) -> None:
+    assert ingested_line(Path("d/a.pdf"), 3, unchanged=unchanged, needs_ocr_pages=pages) == line
+
+
+def test_summary_counts_unchanged_documents_only_when_there_are_some() -> None:
+    assert summary_line(4, 4, 0, 6) == "summary\tdocuments=4 succeeded=4 failed=0 chunks=6"
+    assert summary_line(4, 3, 1, 6, unchanged=3) == (
+        "summary\tdocuments=4 succeeded=3 failed=1 chunks=6 unchanged=3"
     )
