@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound
 
 from portal.rag.selectors import document_find
@@ -28,18 +29,24 @@ def extraction_limits() -> ExtractionLimits:
     )
 
 
+def _collection_files(*, collection: str, shared: bool, owner_id: int) -> QuerySet[StoredFile]:
+    """The originals of one collection: the tenant's shared one, or ``owner_id``'s own."""
+    files = StoredFile.objects.filter(collection=collection, shared=shared)
+    return files if shared else files.filter(user_id=owner_id)
+
+
 def file_of_document(
     *, user: AbstractBaseUser, document_id: str, shared: bool = False
 ) -> StoredFile:
     """The uploaded original of a document the caller may read (404 when the document is not
     theirs, or was not ingested from a file)."""
     found = document_find(user=user, document_id=document_id, shared=shared)
-    files = StoredFile.objects.filter(
-        document_id=document_id, collection=found.collection.name, shared=shared
+    stored = (
+        _collection_files(collection=found.collection.name, shared=shared, owner_id=user.pk)
+        .filter(document_id=document_id)
+        .order_by("-created_at")
+        .first()
     )
-    if not shared:
-        files = files.filter(user_id=user.pk)
-    stored = files.order_by("-created_at").first()
     if stored is None:
         raise NotFound(
             f"Document '{document_id}' was not ingested from an uploaded file, so there is no "
@@ -48,17 +55,14 @@ def file_of_document(
     return stored
 
 
-def file_ingested(stored: StoredFile, document_id: str, *, owner_id: int | None) -> None:
+def file_ingested(stored: StoredFile, document_id: str) -> None:
     """Record that ``stored`` is now the document's original, and drop the originals of the
     versions of that source it replaced."""
     stored.document_id = document_id
     stored.save(update_fields=["document_id"])
-    replaced = StoredFile.objects.filter(
-        collection=stored.collection, shared=stored.shared, source=stored.source
-    ).exclude(id=stored.id)
-    if owner_id is not None:
-        replaced = replaced.filter(user_id=owner_id)
-    replaced.exclude(document_id="").delete()
+    _collection_files(
+        collection=stored.collection, shared=stored.shared, owner_id=stored.user_id
+    ).filter(source=stored.source).exclude(id=stored.id).exclude(document_id="").delete()
 
 
 def files_forget(
@@ -66,9 +70,7 @@ def files_forget(
 ) -> None:
     """Delete the originals of a deleted document, or of every document of a deleted
     collection (``document_id`` None)."""
-    files = StoredFile.objects.filter(collection=collection, shared=shared)
-    if not shared:
-        files = files.filter(user_id=user.pk)
+    files = _collection_files(collection=collection, shared=shared, owner_id=user.pk)
     if document_id is not None:
         files = files.filter(document_id=document_id)
     files.delete()

@@ -179,11 +179,7 @@ class JobRun:
                 chunk_metadata=[extracted.chunk_metadata] if extracted is not None else None,
             )
             if job.file is not None:
-                files.file_ingested(
-                    job.file,
-                    ingested.results[0].document.id,
-                    owner_id=None if job.shared else job.user_id,
-                )
+                files.file_ingested(job.file, ingested.results[0].document.id)
         except JobCancelled:
             self.end(IngestJob.State.CANCELLED)
             return

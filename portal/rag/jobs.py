@@ -63,11 +63,11 @@ def job_submit(
     """
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
     check_chunkable(documents, chunking_strategy)
-    job = IngestJob.objects.create(
-        id=uuid.uuid4(),
-        user_id=user.pk,
+    return _queued(
+        user=user,
         collection=collection,
         shared=shared,
+        owner=scope.owner,
         kind=kind,
         payload={
             "documents": [{**asdict(d), "tags": list(d.tags)} for d in documents],
@@ -75,10 +75,7 @@ def job_submit(
         },
         documents=len(documents),
         input_bytes=content_bytes(documents),
-        max_attempts=int(settings.RAG_JOBS["MAX_ATTEMPTS"]),
     )
-    _enqueue(job, owner=scope.owner)
-    return job
 
 
 @dataclass(frozen=True)
@@ -141,11 +138,11 @@ def file_jobs_submit(
             sha256=hashlib.sha256(upload.data).hexdigest(),
             data=upload.data,
         )
-        job = IngestJob.objects.create(
-            id=uuid.uuid4(),
-            user_id=user.pk,
+        job = _queued(
+            user=user,
             collection=collection,
             shared=shared,
+            owner=scope.owner,
             kind=IngestJob.Kind.FILE,
             file=stored,
             payload={
@@ -156,9 +153,7 @@ def file_jobs_submit(
             },
             documents=1,
             input_bytes=len(upload.data),
-            max_attempts=int(settings.RAG_JOBS["MAX_ATTEMPTS"]),
         )
-        _enqueue(job, owner=scope.owner)
         jobs.append(job)
     return jobs
 
@@ -177,6 +172,23 @@ def check_chunkable(documents: Sequence[NewDocument], chunking_strategy: str | N
         text = document.content
         if not text.strip() or (len(text) <= CHUNK_CHECK_MAX_CHARS and not chunker.chunk(text)):
             raise content_too_small(position, len(documents))
+
+
+def _queued(
+    *, user: AbstractBaseUser, collection: str, shared: bool, owner: str | None, **fields: Any
+) -> IngestJob:
+    """A new job of ``user``'s on the collection (its ``kind``, ``payload``, sizes and file in
+    ``fields``), queued in the caller's transaction."""
+    job = IngestJob.objects.create(
+        id=uuid.uuid4(),
+        user_id=user.pk,
+        collection=collection,
+        shared=shared,
+        max_attempts=int(settings.RAG_JOBS["MAX_ATTEMPTS"]),
+        **fields,
+    )
+    _enqueue(job, owner=owner)
+    return job
 
 
 def _enqueue(job: IngestJob, *, owner: str | None) -> None:
