@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -203,8 +203,7 @@ def ingest_dir(args: argparse.Namespace, console: Console) -> int:
 
     metadata = _pairs(args.metadata, "--metadata")
     show_bar = not args.json and console.stderr.isatty()
-    with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
-        client.use_token(_token(args, console, client))
+    with _signed_in(host, args, console) as client:
         try:
             sent = send_documents(
                 client,
@@ -285,8 +284,7 @@ def search(args: argparse.Namespace, console: Console) -> int:
     host = _host(args, console)
     collection = _non_empty(args.collection, "--collection")
     query = _non_empty(args.query, "--query")
-    with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
-        client.use_token(_token(args, console, client))
+    with _signed_in(host, args, console) as client:
         try:
             response = client.search(
                 collection=collection,
@@ -308,27 +306,20 @@ def search(args: argparse.Namespace, console: Console) -> int:
 
 def chat(args: argparse.Namespace, console: Console) -> int:
     """A conversation with a profile's or collections' documents (``rag_plugin.cli.chat``)."""
-    with RagClient(
-        _host(args, console), timeout=args.timeout, transport=console.transport
-    ) as client:
-        client.use_token(_token(args, console, client))
+    with _signed_in(_host(args, console), args, console) as client:
         return chat_flow(args, console, client)
 
 
 def jobs(args: argparse.Namespace, console: Console) -> int:
     """List, watch, cancel or retry ingestion jobs (``rag_plugin.cli.jobs``)."""
-    with RagClient(
-        _host(args, console), timeout=args.timeout, transport=console.transport
-    ) as client:
-        client.use_token(_token(args, console, client))
+    with _signed_in(_host(args, console), args, console) as client:
         return jobs_flow(args, console, client)
 
 
 def collections(args: argparse.Namespace, console: Console) -> int:
     """List the caller's collections with their counts."""
     host = _host(args, console)
-    with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
-        client.use_token(_token(args, console, client))
+    with _signed_in(host, args, console) as client:
         try:
             listed = client.collections()
         except ApiError as exc:
@@ -339,6 +330,14 @@ def collections(args: argparse.Namespace, console: Console) -> int:
         for item in listed:
             console.out(output.collection_line(item))
     return 0
+
+
+@contextmanager
+def _signed_in(host: str, args: argparse.Namespace, console: Console) -> Iterator[RagClient]:
+    """A client of ``host`` holding the caller's token (see :func:`_token`), closed after."""
+    with RagClient(host, timeout=args.timeout, transport=console.transport) as client:
+        client.use_token(_token(args, console, client))
+        yield client
 
 
 def _token(args: argparse.Namespace, console: Console, client: RagClient) -> str:
