@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from portal import launch
@@ -294,3 +295,21 @@ def test_an_upload_without_a_length_is_refused(portal_server: PortalServer) -> N
         "Connection: close\r\n",
     )
     assert status.endswith("411 Length Required"), status
+
+
+def test_a_new_upload_of_a_source_replaces_its_document_and_original(
+    portal_server: PortalServer, source: str, worker: None
+) -> None:
+    first = simple_pdf([["The first version of the guide."]])
+    second = simple_pdf([["The second version of the guide, rewritten."]])
+    with portal_server.api(ACME, "alice") as api:
+        for data in (first, second):
+            job = uploaded(api, source, "guide.pdf", data)
+            assert job["state"] == "succeeded", job
+        document_id = job["results"][0]["document_id"]
+        assert api.get(f"/api/rag/documents/{document_id}/file").content == second
+    with psycopg.connect(portal_server.database_url) as conn:
+        kept = conn.execute(
+            "SELECT count(*) FROM acme.tenants_storedfile WHERE collection = %s", (source,)
+        ).fetchone()
+    assert kept == (1,)  # the first original went with the version it belonged to
