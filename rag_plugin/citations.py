@@ -3,8 +3,12 @@
 The seed's ``_build_context_and_sources``: block ``N`` is the template rendered for the
 ``N``-th chunk (default ``[Document N]`` and the content; the seed wrote the German
 ``Dokument``), blocks are joined by ``"\\n\\n---\\n\\n"``, and source ``N`` describes the
-same chunk with ``footnote_id = N``. A source's ``relevance`` is the post-weight retrieval
-score rounded to 3 places — before reranking, as in the seed; the rerank info sits beside it.
+same chunk with ``footnote_id = N``. A chunk of a paged file (SPEC F1: metadata
+``page_number``/``page_end``) is cited with its pages: its block reads
+``[Document N] manual.pdf, p. 3`` and its source carries the pages, so an answer's footnote can
+say where in the file it came from; other chunks' blocks are the seed's. A source's
+``relevance`` is the post-weight retrieval score rounded to 3 places — before reranking, as in
+the seed; the rerank info sits beside it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -28,11 +32,13 @@ __all__ = [
     "build_context",
     "build_context_result",
     "build_sources",
+    "citation",
     "cited_footnotes",
+    "page_label",
     "validate_context_template",
 ]
 
-DEFAULT_CONTEXT_TEMPLATE: Final = "[Document {n}]\n{content}"
+DEFAULT_CONTEXT_TEMPLATE: Final = "[Document {n}]{page_citation}\n{content}"
 DEFAULT_CONTEXT_SEPARATOR: Final = "\n\n---\n\n"
 CONTEXT_PLACEHOLDERS: Final = (
     "n",
@@ -42,8 +48,13 @@ CONTEXT_PLACEHOLDERS: Final = (
     "collection",
     "document_id",
     "chunk_index",
+    "page",
+    "page_citation",
 )
-"""The names a context template may use, each in braces (``{{`` and ``}}`` for braces)."""
+"""The names a context template may use, each in braces (``{{`` and ``}}`` for braces).
+
+``page`` is ``p. 3`` or ``pp. 3–4`` for a chunk of a paged file, else empty; ``page_citation``
+is `` <title>, p. 3`` (with its leading space) for such a chunk, else empty."""
 
 UNTITLED: Final = "Untitled"
 
@@ -68,6 +79,15 @@ class Source:
     end_offset: int
     excerpt: str
     has_image: bool = False
+    page_number: int | None = None
+    page_end: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def citation(self) -> str:
+        """How a reader refers to it: ``"<title>, p. 3"`` (``pp. 3–4`` across pages), or the
+        title for a source without pages."""
+        return citation(self.title, self.page_number, self.page_end)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with the field names as keys."""
@@ -85,6 +105,10 @@ class Source:
             "end_offset": self.end_offset,
             "excerpt": self.excerpt,
             "has_image": self.has_image,
+            "page_number": self.page_number,
+            "page_end": self.page_end,
+            "citation": self.citation,
+            "metadata": dict(self.metadata),
         }
 
 
@@ -173,6 +197,35 @@ def cited_footnotes(answer: str) -> list[int]:
     return list(dict.fromkeys(numbers))
 
 
+def page_label(page_number: int | None, page_end: int | None = None) -> str:
+    """``"p. 3"``, ``"pp. 3–4"`` when the span ends on a later page, or ``""`` without a page."""
+    if page_number is None:
+        return ""
+    if page_end is not None and page_end > page_number:
+        return f"pp. {page_number}\u2013{page_end}"
+    return f"p. {page_number}"
+
+
+def citation(title: str, page_number: int | None, page_end: int | None = None) -> str:
+    """``"<title>, p. 3"``, or ``title`` alone when there is no page."""
+    pages = page_label(page_number, page_end)
+    return f"{title}, {pages}" if pages else title
+
+
+def _pages(chunk: RetrievedChunk) -> tuple[int | None, int | None]:
+    """The chunk's first and last page from its metadata; ``(None, None)`` when it has none
+    (metadata a caller wrote by hand may hold anything: only positive integers are pages)."""
+    start = _page(chunk.metadata.get("page_number"))
+    if start is None:
+        return None, None
+    end = _page(chunk.metadata.get("page_end"))
+    return start, end if end is not None and end >= start else start
+
+
+def _page(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def _title(chunk: RetrievedChunk) -> str:
     for key in ("title", "source"):
         value = chunk.metadata.get(key)
@@ -187,6 +240,7 @@ def _source_name(chunk: RetrievedChunk) -> str:
 
 
 def _placeholders(n: int, chunk: RetrievedChunk) -> dict[str, object]:
+    first, last = _pages(chunk)
     return {
         "n": n,
         "content": chunk.content,
@@ -195,10 +249,13 @@ def _placeholders(n: int, chunk: RetrievedChunk) -> dict[str, object]:
         "collection": chunk.label,
         "document_id": chunk.document_id,
         "chunk_index": chunk.chunk.index,
+        "page": page_label(first, last),
+        "page_citation": f" {citation(_title(chunk), first, last)}" if first is not None else "",
     }
 
 
 def _source(n: int, chunk: RetrievedChunk) -> Source:
+    first, last = _pages(chunk)
     return Source(
         footnote_id=n,
         chunk_id=chunk.id,
@@ -213,4 +270,7 @@ def _source(n: int, chunk: RetrievedChunk) -> Source:
         end_offset=chunk.chunk.end_offset,
         excerpt=chunk.content,
         has_image=chunk.has_image,
+        page_number=first,
+        page_end=last,
+        metadata=MappingProxyType(dict(chunk.metadata)),
     )

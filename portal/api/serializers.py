@@ -434,6 +434,16 @@ class SourceOutput(serializers.Serializer):  # type: ignore[type-arg]
     end_offset = serializers.IntegerField()
     excerpt = serializers.CharField()
     has_image = serializers.BooleanField()
+    page_number = serializers.IntegerField(
+        allow_null=True, help_text="The page of its file the passage starts on; null if none."
+    )
+    page_end = serializers.IntegerField(
+        allow_null=True, help_text="The page it ends on (page_number for a one-page passage)."
+    )
+    citation = serializers.CharField(
+        help_text='How to refer to it: "<title>, p. 3", "<title>, pp. 3–4", or the title.'
+    )
+    metadata = serializers.DictField(help_text="The chunk's metadata, the document's included.")
 
 
 class ContextOutput(serializers.Serializer):  # type: ignore[type-arg]

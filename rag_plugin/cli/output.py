@@ -162,9 +162,10 @@ def json_text(value: Any) -> str:
 
 
 def source_line(number: int, source: Mapping[str, Any]) -> str:
-    """A footnote of a chat answer: its number, title, collection and source."""
-    title = source.get("title") or source.get("source") or source.get("document_id")
-    return f"  [{number}] {title} ({source.get('collection')}: {source.get('source')})"
+    """A footnote of a chat answer: its number, title (with the page, ``"title, p. 3"``, for a
+    passage of a file), collection and source."""
+    cited = source.get("citation") or source.get("title") or source.get("document_id")
+    return f"  [{number}] {cited} ({source.get('collection')}: {source.get('source')})"
 
 
 JOB_COLUMNS = ("ID", "STATE", "STAGE", "PROGRESS", "COLLECTION", "DOCS", "ERROR", "CREATED")

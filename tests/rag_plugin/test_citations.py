@@ -90,6 +90,10 @@ def test_sources_describe_each_block() -> None:
             "end_offset": 23,
             "excerpt": "Refunds within 30 days.",
             "has_image": False,
+            "page_number": None,
+            "page_end": None,
+            "citation": "Policies",
+            "metadata": {"title": "Policies", "source": "policies.md"},
         },
         {
             "footnote_id": 2,
@@ -105,6 +109,10 @@ def test_sources_describe_each_block() -> None:
             "end_offset": 147,
             "excerpt": "Shipping takes {five} days.",
             "has_image": False,
+            "page_number": None,
+            "page_end": None,
+            "citation": "shipping.md",
+            "metadata": {"source": "shipping.md"},
         },
         {
             "footnote_id": 3,
@@ -120,8 +128,62 @@ def test_sources_describe_each_block() -> None:
             "end_offset": 16,
             "excerpt": "A form.",
             "has_image": True,
+            "page_number": None,
+            "page_end": None,
+            "citation": "Untitled",
+            "metadata": {"has_image": True},
         },
     ]
+
+
+MANUAL = {"title": "Manual", "source": "manual.pdf"}
+ON_PAGE_3 = retrieved("d4_0", "Press reset.", 0.9, {**MANUAL, "page_number": 3, "page_end": 3})
+ACROSS_PAGES = retrieved(
+    "d4_1", "Hold it down.", 0.8, {**MANUAL, "page_number": 3, "page_end": 4}, index=1, start=13
+)
+
+
+def test_a_passage_of_a_file_is_cited_with_its_page() -> None:
+    result = build_context_result([ON_PAGE_3, ACROSS_PAGES, REFUND])
+    assert result.context.split(DEFAULT_CONTEXT_SEPARATOR) == [
+        "[Document 1] Manual, p. 3\nPress reset.",
+        "[Document 2] Manual, pp. 3\u20134\nHold it down.",
+        # a passage without pages keeps the seed's block
+        "[Document 3]\nRefunds within 30 days.",
+    ]
+    assert [(s.page_number, s.page_end, s.citation) for s in result.sources] == [
+        (3, 3, "Manual, p. 3"),
+        (3, 4, "Manual, pp. 3\u20134"),
+        (None, None, "Policies"),
+    ]
+    assert result.sources[1].as_dict()["metadata"]["page_end"] == 4
+
+
+def test_templates_may_place_the_page() -> None:
+    context = build_context([ON_PAGE_3, REFUND], "{title} ({page}): {content}", separator="|")
+    assert context == "Manual (p. 3): Press reset.|Policies (): Refunds within 30 days."
+
+
+@pytest.mark.parametrize(
+    "pages",
+    [
+        {"page_number": 0},
+        {"page_number": -2},
+        {"page_number": True},
+        {"page_number": "3"},
+        {"page_number": 2.5},
+        {"page_end": 4},
+    ],
+)
+def test_metadata_that_is_not_a_page_is_no_page(pages: dict[str, Any]) -> None:
+    (source,) = build_sources([retrieved("d5_0", "Text.", 0.5, {**MANUAL, **pages})])
+    assert (source.page_number, source.page_end, source.citation) == (None, None, "Manual")
+
+
+def test_a_page_end_before_its_start_is_the_start() -> None:
+    bad_end = retrieved("d6_0", "Text.", 0.5, {**MANUAL, "page_number": 5, "page_end": 2})
+    (source,) = build_sources([bad_end])
+    assert (source.page_number, source.page_end) == (5, 5)
 
 
 def test_context_result_numbers_match() -> None:
@@ -142,7 +204,8 @@ def test_no_chunks_give_an_empty_context() -> None:
         (
             "[{number}] {content}",
             "The context template uses the unknown placeholder {number}; use: {n}, {content}, "
-            "{title}, {source}, {collection}, {document_id}, {chunk_index}.",
+            "{title}, {source}, {collection}, {document_id}, {chunk_index}, {page}, "
+            "{page_citation}.",
         ),
         ("{content.upper}", "unknown placeholder {content.upper}"),
         ("{n!r} {content}", "unknown placeholder {n!r}"),

@@ -263,4 +263,11 @@ def test_ingest_metadata_is_filterable_and_drives_the_vision_rule(
     assert late.status_code == 200, late.text
     assert {r["metadata"]["document_id"] for r in late.json()["results"]} == {page_five}
     # No vision model: the image document's chunks never reach the context.
-    assert {s["document_id"] for s in context.json()["sources"]} == {page_two}
+    sources = context.json()["sources"]
+    assert {s["document_id"] for s in sources} == {page_two}
+    # The page travels with the source and into the numbered block; so does the metadata.
+    assert {(s["page_number"], s["page_end"], s["citation"]) for s in sources} == {
+        (2, 2, "p2, p. 2")
+    }
+    assert sources[0]["metadata"]["page_number"] == 2
+    assert context.json()["context"].startswith("[Document 1] p2, p. 2\nRefund forms")

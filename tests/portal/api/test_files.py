@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from portal import launch
+from rag_plugin.citations import page_label
 from rag_plugin.files import extract
 from tests.conftest import LOGS, PortalServer
 from tests.portal.api.test_jobs import wait_for
@@ -173,10 +174,26 @@ def test_a_real_manual_is_read_page_by_page(
         assert result["media_type"] == PDF_MEDIA_TYPE
         assert result["pages"] >= len(with_text) > 1
         document = api.get(f"/api/rag/documents/{result['document_id']}").json()
+        context = api.post(
+            "/api/rag/context",
+            json={"query": "font configuration file", "collections": [{"name": source}]},
+        ).json()
     spans = [(c["metadata"]["page_number"], c["metadata"]["page_end"]) for c in document["chunks"]]
     assert spans == sorted(spans)
     covered = {page for first, last in spans for page in range(first, last + 1)}
     assert with_text <= covered  # every page with text is in some chunk, at its place
+
+    # Each source is cited with its chunk's pages, in the numbered context as in its fields.
+    pages_of = {
+        c["id"]: (c["metadata"]["page_number"], c["metadata"]["page_end"])
+        for c in document["chunks"]
+    }
+    assert context["sources"]
+    for cited in context["sources"]:
+        first, last = pages_of[cited["chunk_id"]]
+        assert (cited["page_number"], cited["page_end"]) == (first, last)
+        assert cited["citation"] == f"{document['title']}, {page_label(first, last)}"
+        assert f"[Document {cited['footnote_id']}] {cited['citation']}\n" in context["context"]
 
 
 @pytest.mark.parametrize(

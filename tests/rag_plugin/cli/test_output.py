@@ -12,6 +12,7 @@ from rag_plugin.cli.output import (
     failed_line,
     ingested_line,
     search_lines,
+    source_line,
     summary_line,
 )
 
@@ -80,4 +81,18 @@ def test_summary_counts_unchanged_documents_only_when_there_are_some() -> None:
     assert summary_line(4, 4, 0, 6) == "summary\tdocuments=4 succeeded=4 failed=0 chunks=6"
     assert summary_line(4, 3, 1, 6, unchanged=3) == (
         "summary\tdocuments=4 succeeded=3 failed=1 chunks=6 unchanged=3"
+    )
+
+
+def test_a_footnote_of_a_file_names_its_page() -> None:
+    paged = {
+        "title": "Manual",
+        "citation": "Manual, p. 3",
+        "collection": "docs",
+        "source": "manual.pdf",
+    }
+    assert source_line(2, paged) == "  [2] Manual, p. 3 (docs: manual.pdf)"
+    # A server before pages were cited sends no citation: the title stands alone.
+    assert source_line(1, {"title": "Seat", "collection": "docs", "source": "seat.md"}) == (
+        "  [1] Seat (docs: seat.md)"
     )
