@@ -1,42 +1,65 @@
-"""Tenant-admin pages for RAG data (SPEC T5): browse collections and documents, delete them.
+"""Tenant-admin pages for RAG data (SPEC T5, F3): browse collections and documents, upload
+files into the tenant's shared collections, re-index and delete.
 
 The data lives in the tenant's RAG store, not in Django models, so these are plain admin
-views wrapped by ``admin.site.admin_view`` (staff only) rather than ModelAdmins.
+views wrapped by ``admin.site.admin_view`` (staff only) rather than ModelAdmins. Uploads and
+re-indexing are the same jobs the REST API makes (:mod:`portal.rag.jobs`), submitted as the
+acting admin; their state is on the pages and in the jobs admin.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
-from django.views.decorators.http import require_http_methods
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.exceptions import APIException
 
+from portal.rag.files import collection_originals, files_forget
+from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
 from portal.rag.runtime import store_for
-from rag_plugin.exceptions import NotFoundError
-from rag_plugin.stores.base import CollectionInfo, Store
+from portal.rag.scope import owner_for
+from rag_plugin.chunking import ChunkingStrategy
+from rag_plugin.citations import page_label
+from rag_plugin.exceptions import NotFoundError, RagError
+from rag_plugin.files import SUPPORTED_MEDIA_TYPES
+from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Store
+from tenants.models import IngestJob, StoredFile
 
 SHARED = "shared"
+JOBS_SHOWN = 20
+"""The newest jobs a page lists; the jobs admin has them all."""
 
 
 @dataclass(frozen=True)
 class Owner:
-    """A collection owner as the admin shows it: the URL slug, the label, the store key."""
+    """A collection owner as the admin shows it: the URL slug, the label, the store key and
+    the user (None for the tenant's shared collections)."""
 
     slug: str
     label: str
     key: str | None
+    user_id: int | None
+
+    @property
+    def shared(self) -> bool:
+        return self.user_id is None
 
 
 def _owners() -> list[Owner]:
     users = get_user_model().objects.order_by("username")
-    return [Owner(SHARED, "(shared)", None)] + [
-        Owner(f"user-{u.pk}", u.get_username(), f"user:{u.pk}") for u in users
+    return [Owner(SHARED, "(shared)", None, None)] + [
+        Owner(f"user-{u.pk}", u.get_username(), owner_for(u), u.pk) for u in users
     ]
 
 
@@ -64,9 +87,33 @@ def _context(request: HttpRequest, title: str, **extra: object) -> dict[str, obj
     return {**admin.site.each_context(request), "title": title, **extra}
 
 
+def _admin(request: HttpRequest) -> AbstractBaseUser:
+    return cast(AbstractBaseUser, request.user)
+
+
+def _refusal(exc: RagError | APIException) -> str:
+    """The message of a refused upload or re-index, as the API would give it."""
+    return str(exc.detail) if isinstance(exc, APIException) else str(exc)
+
+
+def _jobs(owner: Owner | None = None, collection: str | None = None) -> list[IngestJob]:
+    """The newest jobs of the tenant, or of one owner's collection."""
+    jobs = IngestJob.objects.select_related("user", "file").defer("file__data")
+    if owner is not None:
+        jobs = jobs.filter(collection=collection, shared=owner.shared)
+        if owner.user_id is not None:
+            jobs = jobs.filter(user_id=owner.user_id)
+    return list(jobs.order_by("-created_at", "id")[:JOBS_SHOWN])
+
+
+def _originals(owner: Owner, info: CollectionInfo) -> dict[str, StoredFile]:
+    return collection_originals(collection=info.name, shared=owner.shared, owner_id=owner.user_id)
+
+
 @require_http_methods(["GET", "POST"])
 def collections_view(request: HttpRequest) -> HttpResponse:
-    """Every collection of the tenant, by owner; POST deletes one."""
+    """Every collection of the tenant, by owner, the newest jobs and the upload form; POST
+    deletes a collection."""
     store = _store(request)
     if request.method == "POST":
         owner = _owner(request.POST.get("owner", ""))
@@ -76,6 +123,7 @@ def collections_view(request: HttpRequest) -> HttpResponse:
         except NotFoundError as exc:
             messages.error(request, str(exc))
         else:
+            files_forget(collection=name, shared=owner.shared, owner_id=owner.user_id)
             messages.success(
                 request, f"Deleted collection '{name}' of {owner.label} ({deleted} documents)."
             )
@@ -84,37 +132,155 @@ def collections_view(request: HttpRequest) -> HttpResponse:
         (owner, info) for owner in _owners() for info in store.list_collections(owner=owner.key)
     ]
     return render(
-        request, "admin/rag/collections.html", _context(request, "RAG collections", rows=rows)
+        request,
+        "admin/rag/collections.html",
+        _context(
+            request,
+            "RAG collections",
+            rows=rows,
+            shared_names=[info.name for owner, info in rows if owner.shared],
+            jobs=_jobs(),
+            strategies=ChunkingStrategy.names(),
+            media_types=", ".join(SUPPORTED_MEDIA_TYPES),
+            max_upload_mib=int(settings.RAG_FILES["MAX_UPLOAD_BYTES"]) // (1024 * 1024),
+            max_files=int(settings.RAG_FILES["MAX_FILES"]),
+        ),
     )
+
+
+@require_POST
+def upload_view(request: HttpRequest) -> HttpResponse:
+    """Upload files into a shared collection of the tenant: one ingestion job per file (the
+    REST upload's :func:`~portal.rag.jobs.file_jobs_submit`, as the acting admin)."""
+    _store(request)
+    collection = request.POST.get("collection", "").strip()
+    strategy = request.POST.get("chunking_strategy") or None
+    files = request.FILES.getlist("file")
+    back = HttpResponseRedirect(reverse("rag-admin-collections"))
+    if not files:
+        messages.error(request, "Choose at least one file to upload.")
+        return back
+    if len(files) > int(settings.RAG_FILES["MAX_FILES"]):
+        messages.error(
+            request,
+            f"{len(files)} files; the limit is {settings.RAG_FILES['MAX_FILES']} per upload "
+            "(RAG_MAX_UPLOAD_FILES).",
+        )
+        return back
+    try:
+        jobs = file_jobs_submit(
+            user=_admin(request),
+            collection=collection,
+            shared=True,
+            chunking_strategy=strategy,
+            uploads=[Upload(filename=f.name or "upload", data=f.read()) for f in files],
+        )
+    except (RagError, APIException) as exc:
+        hint = ""
+        if getattr(exc, "default_code", "") == "SOURCE_NOT_ALLOWED":
+            hint = " Enable it under RAG sources first."
+        messages.error(request, f"Nothing was uploaded: {_refusal(exc)}{hint}")
+        return back
+    names = ", ".join(job.file.filename for job in jobs if job.file is not None)
+    messages.success(
+        request,
+        f"Queued {len(jobs)} file(s) for the shared collection '{collection}': {names}. "
+        "Their jobs are listed below.",
+    )
+    return back
 
 
 @require_http_methods(["GET", "POST"])
 def collection_view(request: HttpRequest, owner: str, name: str) -> HttpResponse:
-    """The documents of one collection; POST deletes one document."""
+    """The documents of one collection with their originals and the collection's jobs; POST
+    deletes a document, or (shared collections) re-indexes one from its original."""
     store = _store(request)
     who = _owner(owner)
     info = _collection(store, who, name)
     if request.method == "POST":
         document_id = request.POST.get("document", "")
-        try:
-            store.delete_document(info, document_id)
-        except NotFoundError as exc:
-            messages.error(request, str(exc))
+        if request.POST.get("action") == "reindex":
+            _reindex(request, who, document_id)
         else:
-            messages.success(request, f"Deleted document {document_id}.")
+            _delete(request, store, who, info, document_id)
         return HttpResponseRedirect(reverse("rag-admin-collection", args=[owner, name]))
-    documents = store.list_documents(info, limit=1000)
+    originals = _originals(who, info)
+    documents = [
+        (document, originals.get(document.id))
+        for document in store.list_documents(info, limit=1000)
+    ]
     return render(
         request,
         "admin/rag/collection.html",
         _context(
-            request, f"Collection {name} of {who.label}", owner=who, info=info, documents=documents
+            request,
+            f"Collection {name} of {who.label}",
+            owner=who,
+            info=info,
+            documents=documents,
+            jobs=_jobs(who, name),
         ),
     )
 
 
+def _reindex(request: HttpRequest, owner: Owner, document_id: str) -> None:
+    if not owner.shared:
+        messages.error(
+            request,
+            "Only shared collections are re-indexed here; users re-index "
+            "their own documents through the API.",
+        )
+        return
+    try:
+        job = document_reindex(user=_admin(request), document_id=document_id, shared=True)
+    except (RagError, APIException) as exc:
+        messages.error(request, f"Not re-indexed: {_refusal(exc)}")
+    else:
+        messages.success(request, f"Re-indexing document {document_id}: job {job.id}.")
+
+
+def _delete(
+    request: HttpRequest, store: Store, owner: Owner, info: CollectionInfo, document_id: str
+) -> None:
+    try:
+        store.delete_document(info, document_id)
+    except NotFoundError as exc:
+        messages.error(request, str(exc))
+        return
+    files_forget(
+        collection=info.name,
+        shared=owner.shared,
+        owner_id=owner.user_id,
+        document_id=document_id,
+    )
+    messages.success(request, f"Deleted document {document_id}.")
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk as the document page shows it: the record and where in the file it lies."""
+
+    chunk: ChunkRecord
+    pages: str
+    section: str
+    has_image: bool
+
+
+def _chunk_row(chunk: ChunkRecord) -> ChunkRow:
+    first, last = chunk.metadata.get("page_number"), chunk.metadata.get("page_end")
+    pages = page_label(first, last) if isinstance(first, int) else ""
+    section = chunk.metadata.get("section")
+    return ChunkRow(
+        chunk,
+        pages,
+        section if isinstance(section, str) else "",
+        bool(chunk.metadata.get("has_image")),
+    )
+
+
 def document_view(request: HttpRequest, owner: str, name: str, document_id: str) -> HttpResponse:
-    """One document with its chunks and their exact offsets (read-only)."""
+    """One document: its metadata, its original and the jobs that read it, and its chunks with
+    their pages and exact offsets (read-only)."""
     store = _store(request)
     who = _owner(owner)
     info = _collection(store, who, name)
@@ -122,7 +288,10 @@ def document_view(request: HttpRequest, owner: str, name: str, document_id: str)
         document = store.get_document(info, document_id)
     except NotFoundError as exc:
         raise Http404(str(exc)) from None
-    chunks = store.document_chunks(info, document_id)
+    original = _originals(who, info).get(document_id)
+    jobs = []
+    if original is not None:
+        jobs = list(IngestJob.objects.filter(file_id=original.id).order_by("-created_at"))
     return render(
         request,
         "admin/rag/document.html",
@@ -132,13 +301,33 @@ def document_view(request: HttpRequest, owner: str, name: str, document_id: str)
             owner=who,
             info=info,
             document=document,
-            chunks=chunks,
+            metadata=sorted(document.metadata.items()),
+            original=original,
+            jobs=jobs,
+            chunks=[_chunk_row(chunk) for chunk in store.document_chunks(info, document_id)],
         ),
     )
 
 
+def file_view(request: HttpRequest, owner: str, name: str, document_id: str) -> HttpResponse:
+    """The document's uploaded original, as an attachment."""
+    store = _store(request)
+    who = _owner(owner)
+    info = _collection(store, who, name)
+    original = _originals(who, info).get(document_id)
+    if original is None:
+        raise Http404(f"Document {document_id} has no uploaded original.")
+    response = HttpResponse(bytes(original.data), content_type=original.media_type)
+    # An attachment: an uploaded HTML page must not run as one of the admin's own pages.
+    response["Content-Disposition"] = content_disposition_header(
+        as_attachment=True, filename=original.filename
+    )
+    return response
+
+
 urlpatterns = [
     path("", admin.site.admin_view(collections_view), name="rag-admin-collections"),
+    path("upload/", admin.site.admin_view(upload_view), name="rag-admin-upload"),
     path(
         "<slug:owner>/<str:name>/",
         admin.site.admin_view(collection_view),
@@ -148,5 +337,10 @@ urlpatterns = [
         "<slug:owner>/<str:name>/<str:document_id>/",
         admin.site.admin_view(document_view),
         name="rag-admin-document",
+    ),
+    path(
+        "<slug:owner>/<str:name>/<str:document_id>/file/",
+        admin.site.admin_view(file_view),
+        name="rag-admin-file",
     ),
 ]

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 
 from portal.api.errors import json_error
 
-UPLOAD_PATHS = frozenset({"/api/rag/files"})
+UPLOAD_PATHS = frozenset({"/api/rag/files", "/admin/rag/upload/"})
 """Routes that take files: their limit is ``RAG_FILES['MAX_UPLOAD_BYTES']``, and they need a
 Content-Length (an upload streamed without one could not be refused before it is read)."""
 

@@ -28,6 +28,7 @@ from rag_plugin.stores.base import (
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
+    "CHUNKING_METADATA_KEY",
     "DEFAULT_COLLECTION_ANALYZER",
     "ChunkMetadata",
     "IngestProgress",
@@ -39,6 +40,9 @@ __all__ = [
     "ingest_texts",
     "planned_collection",
 ]
+
+CHUNKING_METADATA_KEY = "chunking"
+"""The document metadata key that records how it was chunked (the chunker's signature)."""
 
 DEFAULT_COLLECTION_ANALYZER = "english"
 """The analyzer of a collection created without one (SPEC L6), chosen by ``bench/quality.py``.
@@ -183,7 +187,10 @@ def ingest_texts(
             dataclasses.replace(
                 document or DocumentInput(),
                 content_hash=content_hash_hex(text),
-                metadata={**(document.metadata if document else {}), "chunking": signature},
+                metadata={
+                    **(document.metadata if document else {}),
+                    CHUNKING_METADATA_KEY: signature,
+                },
             )
         )
     check_distinct_sources([(wanted, None) for wanted in described])

@@ -26,22 +26,19 @@ from rest_framework.views import APIView
 from portal.api import serializers as s
 from portal.api.fields import (
     BoundedListField,
+    InputSerializer,
     MetadataField,
     NameField,
     QueryBooleanField,
     QueryInput,
     StrictCharField,
 )
+from portal.api.job_outputs import JobOutput
 from portal.api.views import DOCUMENT_ID_PARAM, ERRORS, SHARED_PARAM, _shared
 from portal.rag import files
-from portal.rag.jobs import Upload, file_jobs_submit
+from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.files import SUPPORTED_MEDIA_TYPES
-
-FILE_METADATA_KEYS = frozenset(
-    {"page_number", "page_end", "has_image", "section", "filename", "media_type", "page_count"}
-)
-"""Metadata an upload's extraction sets on the document or its chunks; a client's may not."""
 
 
 class UploadMetadataField(MetadataField):
@@ -56,7 +53,7 @@ class UploadMetadataField(MetadataField):
             raise serializers.ValidationError(f"Not JSON: {exc}.") from None
         checked = super().to_internal_value(value)
         for key in checked:
-            if key in FILE_METADATA_KEYS:
+            if key in files.FILE_METADATA_KEYS:
                 raise serializers.ValidationError(f"{key!r} is set from the file; use another key.")
         return checked
 
@@ -213,3 +210,37 @@ class DocumentFileView(APIView):
             as_attachment=True, filename=stored.filename
         )
         return response
+
+
+class ReindexInput(InputSerializer):
+    chunking_strategy = NameField(
+        names=ChunkingStrategy.names(),
+        required=False,
+        default=None,
+        help_text="Chunk it this way from now on; as it was chunked when left out.",
+    )
+
+
+class DocumentReindexView(APIView):
+    """Parse a document's uploaded original again and ingest it over the document, as a job
+    (202): after OCR was installed, a limit raised, or to chunk it another way."""
+
+    permission_classes = (IsAuthenticated,)
+
+    @extend_schema(
+        request=ReindexInput,
+        parameters=[DOCUMENT_ID_PARAM, SHARED_PARAM],
+        responses={202: JobOutput, **ERRORS},
+    )
+    def post(self, request: Request, document_id: str) -> Response:
+        data = request.data
+        # No body at all (the parsers' empty QueryDict) is no options; JSON must be an object.
+        body = ReindexInput(data={} if isinstance(data, QueryDict) and not data else data)
+        body.is_valid(raise_exception=True)
+        job = document_reindex(
+            user=cast(AbstractBaseUser, request.user),
+            document_id=document_id,
+            shared=_shared(request),
+            chunking_strategy=body.validated_data["chunking_strategy"],
+        )
+        return Response(JobOutput(job).data, status=202)

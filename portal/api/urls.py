@@ -23,6 +23,11 @@ urlpatterns = [
         files.DocumentFileView.as_view(),
         name="api-document-file",
     ),
+    path(
+        "rag/documents/<str:document_id>/reindex",
+        files.DocumentReindexView.as_view(),
+        name="api-document-reindex",
+    ),
     path("rag/files", files.FileUploadView.as_view(), name="api-files"),
     path("rag/jobs", jobs.JobListView.as_view(), name="api-jobs"),
     path("rag/jobs/<str:job_id>", jobs.JobView.as_view(), name="api-job"),

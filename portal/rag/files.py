@@ -7,14 +7,36 @@ Submitting an upload is :func:`portal.rag.jobs.file_jobs_submit`; parsing it is 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound
 
-from portal.rag.selectors import document_find
+from portal.rag.selectors import FoundDocument, document_find
+from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.files import ExtractionLimits
+from rag_plugin.ingest import CHUNKING_METADATA_KEY
+from rag_plugin.stores.base import DocumentRecord
 from tenants.models import StoredFile
+
+FILE_METADATA_KEYS = frozenset(
+    {
+        # a chunk's place in the file
+        "page_number",
+        "page_end",
+        "has_image",
+        "section",
+        # the file's own, on the document
+        "filename",
+        "media_type",
+        "page_count",
+        "author",
+        "created",
+    }
+)
+"""Metadata an upload's extraction sets on the document or its chunks; a client's may not."""
 
 
 def extraction_limits() -> ExtractionLimits:
@@ -29,10 +51,16 @@ def extraction_limits() -> ExtractionLimits:
     )
 
 
-def _collection_files(*, collection: str, shared: bool, owner_id: int) -> QuerySet[StoredFile]:
+def _collection_files(
+    *, collection: str, shared: bool, owner_id: int | None
+) -> QuerySet[StoredFile]:
     """The originals of one collection: the tenant's shared one, or ``owner_id``'s own."""
     files = StoredFile.objects.filter(collection=collection, shared=shared)
-    return files if shared else files.filter(user_id=owner_id)
+    if shared:
+        return files
+    if owner_id is None:
+        raise ValueError(f"The originals of a private collection ({collection!r}) need its owner.")
+    return files.filter(user_id=owner_id)
 
 
 def file_of_document(
@@ -40,10 +68,20 @@ def file_of_document(
 ) -> StoredFile:
     """The uploaded original of a document the caller may read (404 when the document is not
     theirs, or was not ingested from a file)."""
-    found = document_find(user=user, document_id=document_id, shared=shared)
+    return original_of(document_find(user=user, document_id=document_id, shared=shared))
+
+
+def original_of(found: FoundDocument) -> StoredFile:
+    """The uploaded original of a document found in the caller's scope (404 when it was not
+    ingested from a file). Its bytes are read when used, not here."""
+    document_id = found.document.id
+    owner_id = None if found.scope.owner is None else found.scope.user.pk
     stored = (
-        _collection_files(collection=found.collection.name, shared=shared, owner_id=user.pk)
+        _collection_files(
+            collection=found.collection.name, shared=found.scope.owner is None, owner_id=owner_id
+        )
         .filter(document_id=document_id)
+        .defer("data")
         .order_by("-created_at")
         .first()
     )
@@ -53,6 +91,23 @@ def file_of_document(
             f"file to download; its text is at /api/rag/documents/{document_id}."
         )
     return stored
+
+
+def upload_description(document: DocumentRecord) -> dict[str, Any]:
+    """What an upload said of a document (title, tags, its own metadata, how to chunk it), read
+    back from the document: a re-index keeps it. The keys the file sets are left out."""
+    signature = document.metadata.get(CHUNKING_METADATA_KEY)
+    strategy = signature.split(":", 1)[0] if isinstance(signature, str) else ""
+    return {
+        "title": document.title,
+        "tags": list(document.tags),
+        "metadata": {
+            key: value
+            for key, value in document.metadata.items()
+            if key not in FILE_METADATA_KEYS and key != CHUNKING_METADATA_KEY
+        },
+        "chunking_strategy": strategy if strategy in ChunkingStrategy.names() else None,
+    }
 
 
 def file_ingested(stored: StoredFile, document_id: str) -> None:
@@ -65,12 +120,23 @@ def file_ingested(stored: StoredFile, document_id: str) -> None:
     ).filter(source=stored.source).exclude(id=stored.id).exclude(document_id="").delete()
 
 
+def collection_originals(
+    *, collection: str, shared: bool, owner_id: int | None
+) -> dict[str, StoredFile]:
+    """The originals of a collection's documents by document id, without their bytes (for a
+    listing: a file may be tens of megabytes)."""
+    files = _collection_files(collection=collection, shared=shared, owner_id=owner_id)
+    ingested = files.exclude(document_id="").defer("data").order_by("created_at")
+    return {stored.document_id: stored for stored in ingested}
+
+
 def files_forget(
-    *, collection: str, shared: bool, user: AbstractBaseUser, document_id: str | None = None
+    *, collection: str, shared: bool, owner_id: int | None, document_id: str | None = None
 ) -> None:
     """Delete the originals of a deleted document, or of every document of a deleted
-    collection (``document_id`` None)."""
-    files = _collection_files(collection=collection, shared=shared, owner_id=user.pk)
+    collection (``document_id`` None). ``owner_id`` is the collection's owner (None, or
+    anyone, for a shared collection)."""
+    files = _collection_files(collection=collection, shared=shared, owner_id=owner_id)
     if document_id is not None:
         files = files.filter(document_id=document_id)
     files.delete()

@@ -27,8 +27,10 @@ from procrastinate.contrib.django import app
 from rest_framework.exceptions import NotFound
 
 from portal.api.errors import Conflict
+from portal.rag.files import original_of, upload_description
 from portal.rag.job_runner import ingest_job, lock_key
 from portal.rag.scope import scope_for
+from portal.rag.selectors import document_find
 from portal.rag.services import NewDocument
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
 from rag_plugin.exceptions import InvalidInputError
@@ -156,6 +158,43 @@ def file_jobs_submit(
         )
         jobs.append(job)
     return jobs
+
+
+@transaction.atomic
+def document_reindex(
+    *,
+    user: AbstractBaseUser,
+    document_id: str,
+    shared: bool = False,
+    chunking_strategy: str | None = None,
+) -> IngestJob:
+    """Queue a job that parses a document's uploaded original again and ingests it over the
+    document (SPEC F3), e.g. once OCR is installed or to chunk it another way.
+
+    The document's title, tags, metadata and chunking are kept, but ``chunking_strategy``
+    when given. A run that extracts the same text and chunks it the same way finds the
+    document unchanged and writes nothing. A document ingested as text has no original
+    (404): send its text again instead.
+    """
+    found = document_find(user=user, document_id=document_id, shared=shared, write=True)
+    stored = original_of(found)
+    if chunking_strategy:
+        ChunkingStrategy.parse(chunking_strategy)
+    # A run empties its job's payload when it succeeds; the document keeps what was asked.
+    payload = upload_description(found.document)
+    if chunking_strategy:
+        payload["chunking_strategy"] = chunking_strategy
+    return _queued(
+        user=user,
+        collection=stored.collection,
+        shared=shared,
+        owner=found.scope.owner,
+        kind=IngestJob.Kind.FILE,
+        file=stored,
+        payload=payload,
+        documents=1,
+        input_bytes=stored.size,
+    )
 
 
 CHUNK_CHECK_MAX_CHARS = 64 * 1024

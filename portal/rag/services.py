@@ -228,7 +228,7 @@ def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool =
     """Delete the caller's collection with all its documents; return how many there were."""
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
     deleted = scope.store.delete_collection(collection, owner=scope.owner)
-    files_forget(collection=collection, shared=shared, user=user)
+    files_forget(collection=collection, shared=shared, owner_id=user.pk)
     logger.info(
         "rag.collection_delete",
         extra={
@@ -247,7 +247,7 @@ def document_delete(*, user: AbstractBaseUser, document_id: str, shared: bool = 
     found = document_find(user=user, document_id=document_id, shared=shared, write=True)
     found.scope.store.delete_document(found.collection, document_id)
     files_forget(
-        collection=found.collection.name, shared=shared, user=user, document_id=document_id
+        collection=found.collection.name, shared=shared, owner_id=user.pk, document_id=document_id
     )
     logger.info(
         "rag.document_delete",

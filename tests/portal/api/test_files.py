@@ -239,6 +239,7 @@ def test_an_unsupported_type_is_refused_at_upload_naming_the_file_and_the_types(
     ("form", "field", "message"),
     [
         ({"metadata": '{"page_number": 3}'}, "metadata", "set from the file"),
+        ({"metadata": '{"author": "me"}'}, "metadata", "set from the file"),
         ({"metadata": "not json"}, "metadata", "Not JSON"),
         ({"shared": "yes"}, "shared", "true or false"),
         ({"colour": "red"}, "colour", "Unknown form field"),
@@ -330,3 +331,58 @@ def test_a_new_upload_of_a_source_replaces_its_document_and_original(
             "SELECT count(*) FROM acme.tenants_storedfile WHERE collection = %s", (source,)
         ).fetchone()
     assert kept == (1,)  # the first original went with the version it belonged to
+
+
+def test_a_document_is_reindexed_from_its_original(
+    portal_server: PortalServer, source: str, worker: None
+) -> None:
+    data = simple_pdf([["Re-index me as words. " * 30], ["And the second page. " * 30]])
+    with portal_server.api(ACME, "alice") as alice, portal_server.api(ACME, "bob") as bob:
+        first = uploaded(alice, source, "again.pdf", data, tags="manual")
+        assert first["state"] == "succeeded", first
+        document_id = first["results"][0]["document_id"]
+        before = alice.get(f"/api/rag/documents/{document_id}").json()
+
+        # The same file read the same way: the run finds the document unchanged.
+        same = alice.post(f"/api/rag/documents/{document_id}/reindex")
+        assert same.status_code == 202, same.text
+        assert (same.json()["kind"], same.json()["file"]["filename"]) == ("file", "again.pdf")
+        unchanged = wait_for(alice, same.json()["id"], timeout=120)
+        assert unchanged["state"] == "succeeded", unchanged
+        assert unchanged["results"][0]["unchanged"] is True
+
+        # Chunked another way: the document is replaced, its tags and original kept.
+        other = alice.post(
+            f"/api/rag/documents/{document_id}/reindex", json={"chunking_strategy": "character"}
+        )
+        assert other.status_code == 202, other.text
+        done = wait_for(alice, other.json()["id"], timeout=120)
+        assert done["state"] == "succeeded", done
+        assert done["results"][0]["unchanged"] is False
+        after = alice.get(f"/api/rag/documents/{done['results'][0]['document_id']}").json()
+        assert after["metadata"]["chunking"] != before["metadata"]["chunking"]
+        assert after["tags"] == ["manual"]
+        assert {c["metadata"]["page_number"] for c in after["chunks"]} == {1, 2}
+        assert alice.get(f"/api/rag/documents/{after['id']}/file").content == data
+
+        # Only its reader re-indexes it; bad options are named.
+        assert bob.post(f"/api/rag/documents/{after['id']}/reindex").status_code == 404
+        bad = alice.post(
+            f"/api/rag/documents/{after['id']}/reindex", json={"chunking_strategy": "pages"}
+        )
+        assert (bad.status_code, bad.json()["code"]) == (400, "INVALID_INPUT")
+        assert "Unknown chunking strategy: pages" in bad.json()["error"]
+        listed = alice.post(f"/api/rag/documents/{after['id']}/reindex", json=[])
+        assert listed.status_code == 400
+
+
+def test_a_document_ingested_as_text_cannot_be_reindexed(
+    portal_server: PortalServer, source: str
+) -> None:
+    with portal_server.api(ACME, "alice") as api:
+        ingested = api.post(
+            "/api/rag/ingest", json={"collection": source, "content": "Sent as text. " * 10}
+        ).json()
+        response = api.post(f"/api/rag/documents/{ingested['document_id']}/reindex")
+    assert (response.status_code, response.json()["code"]) == (404, "NOT_FOUND")
+    assert "not ingested from an uploaded file" in response.json()["error"]

@@ -24,6 +24,7 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
         "/api/rag/collections/{collection}/documents": {"get"},
         "/api/rag/documents/{document_id}": {"get", "delete"},
         "/api/rag/documents/{document_id}/file": {"get"},
+        "/api/rag/documents/{document_id}/reindex": {"post"},
         "/api/rag/files": {"post"},
         "/api/rag/context": {"post"},
         "/api/rag/answer": {"post"},

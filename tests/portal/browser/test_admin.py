@@ -6,13 +6,16 @@ separate gunicorn server (``portal_server``) and never touch the ORM while a pag
 
 from __future__ import annotations
 
+import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from portal import launch
-from tests.conftest import PortalServer
+from tests.conftest import LOGS, PortalServer
+from tests.rag_plugin.files.makers import simple_pdf
 
 pytestmark = pytest.mark.browser
 
@@ -167,3 +170,76 @@ def test_admin_cancels_a_queued_ingestion_job(page: Any, portal_server: PortalSe
     assert row.locator("td.field-state").inner_text() == "Cancelled"
     with portal_server.api(ACME, "alice") as api:
         assert api.get(f"/api/rag/jobs/{job_id}").json()["state"] == "cancelled"
+
+
+def _reload_until(page: Any, selector: str, text: str, timeout: float = 120) -> None:
+    """Reload the page until ``selector`` shows ``text`` (a job that a worker is running)."""
+    deadline = time.monotonic() + timeout
+    while text not in page.locator(selector).inner_text():
+        assert time.monotonic() < deadline, page.locator(selector).inner_text()
+        time.sleep(0.5)
+        page.reload()
+
+
+def test_admin_uploads_a_pdf_to_a_shared_collection_then_reindexes_and_deletes_it(
+    page: Any, portal_server: PortalServer, tmp_path: Path
+) -> None:
+    source = portal_server.new_source()
+    pdf = tmp_path / "handbook.pdf"
+    pdf.write_bytes(
+        simple_pdf([["Holiday requests go to the team lead. " * 60], ["Sick days are logged."]])
+    )
+    base = portal_server.url_for(ACME)
+    login(page, portal_server, "admin")
+    page.goto(f"{base}/admin/rag/")
+
+    # A source the allowlist does not have: refused, with what to do.
+    page.fill("#rag-upload-collection", "not_allowlisted")
+    page.set_input_files("#rag-upload-files", str(pdf))
+    page.click("input[name=upload]")
+    page.wait_for_selector(".messagelist .error")
+    assert "Enable it under RAG sources first" in page.inner_text(".messagelist")
+
+    with launch.worker(portal_server.env, LOGS / "worker-test-admin.log"):
+        page.fill("#rag-upload-collection", source)
+        page.set_input_files("#rag-upload-files", str(pdf))
+        page.click("input[name=upload]")
+        page.wait_for_selector(".messagelist .success")
+        assert f"Queued 1 file(s) for the shared collection '{source}'" in page.inner_text(
+            ".messagelist"
+        )
+        _reload_until(page, "#rag-jobs tbody tr:first-child", "Succeeded")
+
+        page.locator("#rag-collections tr", has_text=source).locator("a").click()
+        row = page.locator("#rag-documents tbody tr", has_text="handbook.pdf")
+        assert row.locator("td").nth(3).inner_text() == "2"  # pages
+        row.locator("td a").first.click()
+        page.wait_for_selector("#rag-chunks")
+        assert "handbook.pdf" in page.inner_text("#rag-original")
+        pages = page.locator("#rag-chunks tbody tr td:nth-child(2)").all_inner_texts()
+        assert pages[0] == "p. 1"
+        assert pages[-1].endswith("2")
+        assert "page_count" in page.inner_text("#rag-metadata")
+        page.go_back()
+
+        # Every user of the tenant reads it, with its pages.
+        with portal_server.api(ACME, "alice") as api:
+            hits = api.post(
+                "/api/rag/search",
+                json={"collection": source, "shared": True, "query": "sick days"},
+            ).json()["results"]
+        assert hits[0]["metadata"]["page_end"] == 2
+        document_id = hits[0]["metadata"]["document_id"]
+
+        page.click(f"input[name='reindex-{document_id}']")
+        page.wait_for_selector(".messagelist .success")
+        assert f"Re-indexing document {document_id}" in page.inner_text(".messagelist")
+        _reload_until(page, "#rag-jobs tbody tr:first-child", "Succeeded")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click(f"input[name='delete-{document_id}']")
+    page.wait_for_selector(".messagelist .success")
+    assert page.locator("#rag-documents", has_text="handbook.pdf").count() == 0
+    with portal_server.api(ACME, "admin") as api:
+        gone = api.get(f"/api/rag/documents/{document_id}/file", params={"shared": "true"})
+    assert gone.status_code == 404
