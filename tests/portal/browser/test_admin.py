@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from portal import launch
@@ -240,6 +241,8 @@ def test_admin_uploads_a_pdf_to_a_shared_collection_then_reindexes_and_deletes_i
     page.click(f"input[name='delete-{document_id}']")
     page.wait_for_selector(".messagelist .success")
     assert page.locator("#rag-documents", has_text="handbook.pdf").count() == 0
-    with portal_server.api(ACME, "admin") as api:
-        gone = api.get(f"/api/rag/documents/{document_id}/file", params={"shared": "true"})
-    assert gone.status_code == 404
+    with psycopg.connect(portal_server.database_url) as conn:
+        kept = conn.execute(
+            "SELECT count(*) FROM acme.tenants_storedfile WHERE collection = %s", (source,)
+        ).fetchone()
+    assert kept == (0,)  # the original went with its document
