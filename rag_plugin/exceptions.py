@@ -1,8 +1,9 @@
 """The one error tree of ``rag_plugin``.
 
-Every error the library raises on purpose is a :class:`RagError`. The portal maps each class
-to an HTTP status in one place, so the classes carry a ``code`` (the API's error code) and
-nothing else about HTTP.
+Every error the library raises on purpose is a :class:`RagError`. Each class carries the
+``code`` a client reads (the API's error code, the job's ``error_code``) and nothing about
+HTTP: the portal adds the status, by class, in one table (``portal.api.errors``). A subclass
+that needs no other code inherits its parent's.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class CollectionNotFoundError(NotFoundError):
     """The collection does not exist for this owner."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"Collection '{name}' not found")
+        super().__init__(
+            f"Collection '{name}' not found: ingest a document into it to create it, or list "
+            "the collections to see which exist."
+        )
         self.name = name
 
 
@@ -61,15 +65,23 @@ class DocumentNotFoundError(NotFoundError):
     """The document does not exist in this collection."""
 
     def __init__(self, document_id: str) -> None:
-        super().__init__(f"Document '{document_id}' not found")
+        super().__init__(
+            f"Document '{document_id}' not found: it was deleted, or it is in a collection "
+            "you cannot read; list a collection's documents to see their ids."
+        )
         self.document_id = document_id
 
 
-class CollectionExistsError(ConfigurationError):
-    """A collection of that name already exists for this owner."""
+class CollectionExistsError(RagError):
+    """A collection of that name already exists for this owner (the caller's request
+    conflicts with what is stored; nothing is misconfigured)."""
+
+    code = "CONFLICT"
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"Collection '{name}' already exists")
+        super().__init__(
+            f"Collection '{name}' already exists: use it, or delete it first to make it anew."
+        )
         self.name = name
 
 
@@ -80,7 +92,11 @@ class StoreError(RagError):
 
 
 class EmbeddingError(RagError):
-    """The embedding backend failed to produce vectors."""
+    """The embedding backend failed to produce vectors.
+
+    Its subclasses say how, for the caller's retry decision; to a client each is the same
+    ``EXTERNAL_SERVICE_ERROR``: a service behind the API failed, not the client's request
+    (the service rejecting *our* key is no ``AUTHENTICATION_FAILED`` of the client's)."""
 
     code = "EXTERNAL_SERVICE_ERROR"
 
@@ -88,25 +104,17 @@ class EmbeddingError(RagError):
 class EmbeddingAuthError(EmbeddingError):
     """The embedding service rejected our credentials (HTTP 401/403)."""
 
-    code = "AUTHENTICATION_FAILED"
-
 
 class EmbeddingNotFoundError(EmbeddingError):
     """The embedding service or model was not found (HTTP 404)."""
-
-    code = "NOT_FOUND"
 
 
 class EmbeddingRateLimitedError(EmbeddingError):
     """The embedding service asked us to slow down (HTTP 429)."""
 
-    code = "RATE_LIMITED"
-
 
 class EmbeddingInputError(EmbeddingError, InvalidInputError):
     """The embedding service refused our input (other HTTP 4xx)."""
-
-    code = "INVALID_INPUT"
 
 
 class ModelLoadError(ConfigurationError):

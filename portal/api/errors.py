@@ -69,26 +69,29 @@ class UpstreamError(drf.APIException):
     default_code = "EXTERNAL_SERVICE_ERROR"
 
 
-# rag_plugin errors, most specific first: (class, HTTP status, API code).
-RAG_ERRORS: tuple[tuple[type[rag.RagError], int, str], ...] = (
-    (rag.CollectionExistsError, 409, "CONFLICT"),
-    (rag.EmbeddingInputError, 502, "EXTERNAL_SERVICE_ERROR"),
-    (rag.EmbeddingRateLimitedError, 503, "EXTERNAL_SERVICE_ERROR"),
-    (rag.EmbeddingError, 502, "EXTERNAL_SERVICE_ERROR"),
+# rag_plugin errors, most specific first: (class, HTTP status). The API code is the error's
+# own ``code`` (rag_plugin.exceptions), which the job runner records too.
+RAG_STATUSES: tuple[tuple[type[rag.RagError], int], ...] = (
+    (rag.CollectionExistsError, 409),
+    (rag.EmbeddingRateLimitedError, 503),
+    (rag.EmbeddingError, 502),
     # Files that cannot be extracted (SPEC F2): the file's fault, never a 5xx.
-    (rag.FileTooLargeError, 413, "FILE_TOO_LARGE"),
-    (rag.TooManyPagesError, 413, "TOO_MANY_PAGES"),
-    (rag.UnsupportedFileTypeError, 422, "UNSUPPORTED_FILE_TYPE"),
-    (rag.EncryptedDocumentError, 422, "ENCRYPTED_DOCUMENT"),
-    (rag.DecompressionBombError, 422, "DECOMPRESSION_BOMB"),
-    (rag.CorruptDocumentError, 422, "CORRUPT_DOCUMENT"),
-    (rag.ExtractionTimeoutError, 422, "EXTRACTION_TIMEOUT"),
-    (rag.InvalidInputError, 400, "INVALID_INPUT"),
-    (rag.NotFoundError, 404, "NOT_FOUND"),
-    (rag.ConfigurationError, 500, "CONFIGURATION_ERROR"),
-    (rag.StoreError, 500, "DATABASE_ERROR"),
-    (rag.RagError, 500, "INTERNAL_ERROR"),
+    (rag.FileTooLargeError, 413),
+    (rag.TooManyPagesError, 413),
+    (rag.UnsupportedFileTypeError, 422),
+    (rag.EncryptedDocumentError, 422),
+    (rag.CorruptDocumentError, 422),
+    (rag.ExtractionTimeoutError, 422),
+    (rag.InvalidInputError, 400),
+    (rag.NotFoundError, 404),
+    (rag.RagError, 500),
 )
+
+
+def rag_status(exc: rag.RagError) -> int:
+    """The HTTP status of a ``rag_plugin`` error (the first row of ``RAG_STATUSES`` it is)."""
+    return next(status for cls, status in RAG_STATUSES if isinstance(exc, cls))
+
 
 # DRF errors: (class, API code); the status is the exception's own.
 DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
@@ -236,11 +239,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, DjangoPermissionDenied):
         exc = drf.PermissionDenied(str(exc) or None)
     if isinstance(exc, rag.RagError):
-        for cls, status_code, code in RAG_ERRORS:
-            if isinstance(exc, cls):
-                if status_code >= 500:
-                    return server_error(exc, status_code, code, context)
-                return Response(error_body(str(exc), code), status=status_code)
+        status_code = rag_status(exc)
+        if status_code >= 500:
+            return server_error(exc, status_code, exc.code, context)
+        return Response(error_body(str(exc), exc.code), status=status_code)
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, drf.APIException):
         return server_error(exc, 500, "INTERNAL_ERROR", context)

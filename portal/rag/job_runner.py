@@ -326,13 +326,15 @@ def failure_of(exc: BaseException, job: IngestJob) -> tuple[str, str, bool]:
     upstream's reply) is replaced by a fixed one; the worker's log has the details."""
     if isinstance(exc, PermissionDenied):
         return "FORBIDDEN", str(exc.detail), False
+    if isinstance(exc, rag.EmbeddingError):
+        # Before InvalidInputError (a refused input is both): the message is the service's
+        # reply and address, for the log only. A refusal happens again; a failure may not.
+        refused = rag.EmbeddingAuthError | rag.EmbeddingNotFoundError | rag.EmbeddingInputError
+        return _internal(exc.code, job, transient=not isinstance(exc, refused))
     if isinstance(exc, rag.InvalidInputError | rag.NotFoundError):
         return exc.code, str(exc), False
-    if isinstance(exc, rag.EmbeddingError):
-        refused = isinstance(exc, rag.EmbeddingAuthError | rag.EmbeddingNotFoundError)
-        return _internal("EXTERNAL_SERVICE_ERROR", job, transient=not refused)
     if isinstance(exc, rag.ConfigurationError):
-        return _internal("CONFIGURATION_ERROR", job, transient=False)
+        return _internal(exc.code, job, transient=False)
     if database_unavailable(exc):
         return _internal("DATABASE_UNAVAILABLE", job, transient=True)
     if isinstance(exc, rag.StoreError | DatabaseError | psycopg.Error):

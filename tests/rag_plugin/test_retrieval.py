@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rag_plugin.engine import CollectionSearcher, SearchOutcome
-from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.exceptions import CollectionNotFoundError, InvalidInputError
 from rag_plugin.filters import FilterOperator, MetadataFilter
 from rag_plugin.fusion import HybridWeights
 from rag_plugin.rerank import NoReranker, Reranker, RerankMode, T
@@ -294,7 +294,7 @@ def test_a_failing_collection_is_skipped_and_reported(
     result = retriever.run(QUERY, refs, OFF)
     assert [c.content for c in result.chunks] == [HANDBOOK[0][0], HANDBOOK[1][0]]
     assert [(f.label, f.error) for f in result.failures] == [
-        ("deleted", "Collection 'deleted' not found"),
+        ("deleted", str(CollectionNotFoundError("deleted"))),
         (
             "Mine",
             "Collection 'handbook' holds 3-d vectors of the model 'another-model', but the "

@@ -8,8 +8,11 @@ from types import SimpleNamespace
 import pytest
 from rest_framework import exceptions as drf
 
-from portal.api.errors import UpstreamError, api_exception_handler
+from portal.api.errors import UpstreamError, api_exception_handler, rag_status
+from portal.embedded_db import PROJECT_ROOT
 from rag_plugin import exceptions as rag
+
+README = (PROJECT_ROOT / "README.md").read_text()
 
 CONTEXT = {"request": SimpleNamespace(request_id="f" * 32), "view": None}
 
@@ -99,3 +102,41 @@ def test_a_file_that_cannot_be_extracted_is_a_client_error_with_the_errors_own_c
     assert response is not None
     # The job runner records exc.code; the API must answer with the same one.
     assert (response.status_code, response.data) == (status, {"error": str(exc), "code": exc.code})
+
+
+def _library_errors() -> list[type[rag.RagError]]:
+    """Every error class of rag_plugin.exceptions."""
+    found, todo = [], [rag.RagError]
+    while todo:
+        cls = todo.pop()
+        if cls.__module__ == rag.__name__:
+            found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return sorted(set(found), key=lambda cls: cls.__name__)
+
+
+def _instance(cls: type[rag.RagError]) -> rag.RagError:
+    if issubclass(cls, rag.DimensionMismatchError):
+        return cls(384, 768)
+    return cls("x")
+
+
+@pytest.mark.parametrize("cls", _library_errors(), ids=lambda cls: cls.__name__)
+def test_every_library_error_is_answered_with_its_own_code_which_the_readme_lists(
+    cls: type[rag.RagError],
+) -> None:
+    response = api_exception_handler(_instance(cls), CONTEXT)
+    assert response is not None
+    # One table: the status by class, the code the error's own (the job runner's too).
+    assert response.data["code"] == cls.code
+    assert response.status_code == rag_status(_instance(cls))
+    assert f"`{cls.code}`" in README, f"README does not document {cls.code}"
+
+
+def test_the_embedding_service_refusing_our_key_is_no_client_authentication_failure() -> None:
+    response = api_exception_handler(rag.EmbeddingAuthError("401 from the service"), CONTEXT)
+    assert response is not None
+    assert (response.status_code, response.data["code"]) == (502, "EXTERNAL_SERVICE_ERROR")
+    conflict = api_exception_handler(rag.CollectionExistsError("docs"), CONTEXT)
+    assert conflict is not None
+    assert (conflict.status_code, conflict.data["code"]) == (409, "CONFLICT")

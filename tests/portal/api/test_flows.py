@@ -97,7 +97,11 @@ def test_login_ingest_search_list_delete(portal_server: PortalServer, source: st
         assert source not in {c["name"] for c in api.get("/api/rag/collections").json()}
         missing = api.post("/api/rag/search", json={"collection": source, "query": "x"})
         assert missing.status_code == 404
-        assert missing.json() == {"error": f"Collection '{source}' not found", "code": "NOT_FOUND"}
+        assert missing.json() == {
+            "error": f"Collection '{source}' not found: ingest a document into it to create it, "
+            "or list the collections to see which exist.",
+            "code": "NOT_FOUND",
+        }
 
 
 def test_reingesting_the_same_source_replaces_the_document(

@@ -25,7 +25,7 @@ JOB = IngestJob(id=uuid.UUID(int=7))
         (PermissionDenied("Only tenant admins may change shared collections."), "FORBIDDEN", False),
         (rag.InvalidInputError("Content too small to chunk"), "INVALID_INPUT", False),
         (rag.CollectionNotFoundError("Collection 'x' not found"), "NOT_FOUND", False),
-        (rag.EmbeddingInputError("the service refused a text"), "INVALID_INPUT", False),
+        (rag.EmbeddingInputError("the service refused a text"), "EXTERNAL_SERVICE_ERROR", False),
         (rag.EmbeddingAuthError("key sk-123 refused"), "EXTERNAL_SERVICE_ERROR", False),
         (rag.EmbeddingRateLimitedError("slow down"), "EXTERNAL_SERVICE_ERROR", True),
         (rag.EmbeddingError("502 from upstream"), "EXTERNAL_SERVICE_ERROR", True),
