@@ -23,7 +23,6 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_http_methods, require_POST
-from rest_framework.exceptions import APIException
 
 from portal.rag.files import collection_originals, files_forget
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
@@ -89,11 +88,6 @@ def _context(request: HttpRequest, title: str, **extra: object) -> dict[str, obj
 
 def _admin(request: HttpRequest) -> AbstractBaseUser:
     return cast(AbstractBaseUser, request.user)
-
-
-def _refusal(exc: RagError | APIException) -> str:
-    """The message of a refused upload or re-index, as the API would give it."""
-    return str(exc.detail) if isinstance(exc, APIException) else str(exc)
 
 
 def _jobs(owner: Owner | None = None, collection: str | None = None) -> list[IngestJob]:
@@ -175,11 +169,8 @@ def upload_view(request: HttpRequest) -> HttpResponse:
             chunking_strategy=strategy,
             uploads=[Upload(filename=f.name or "upload", data=f.read()) for f in files],
         )
-    except (RagError, APIException) as exc:
-        hint = ""
-        if getattr(exc, "default_code", "") == "SOURCE_NOT_ALLOWED":
-            hint = " Enable it under RAG sources first."
-        messages.error(request, f"Nothing was uploaded: {_refusal(exc)}{hint}")
+    except RagError as exc:
+        messages.error(request, f"Nothing was uploaded: {exc}")
         return back
     names = ", ".join(job.file.filename for job in jobs if job.file is not None)
     messages.success(
@@ -233,8 +224,8 @@ def _reindex(request: HttpRequest, owner: Owner, document_id: str) -> None:
         return
     try:
         job = document_reindex(user=_admin(request), document_id=document_id, shared=True)
-    except (RagError, APIException) as exc:
-        messages.error(request, f"Not re-indexed: {_refusal(exc)}")
+    except RagError as exc:
+        messages.error(request, f"Not re-indexed: {exc}")
     else:
         messages.success(request, f"Re-indexing document {document_id}: job {job.id}.")
 

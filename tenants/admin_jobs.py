@@ -19,9 +19,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from rest_framework.exceptions import APIException
 
 from portal.rag.jobs import job_cancel, job_retry
+from rag_plugin.exceptions import RagError
 from tenants.models import IngestJob
 
 REFUSALS_SHOWN = 10
@@ -177,10 +177,10 @@ class IngestJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         for job in queryset.order_by("-created_at", "id"):
             try:
                 done.append(service(user=user, job_id=str(job.id)))
-            except APIException as exc:
+            except RagError as exc:
                 refused += 1
                 if refused <= REFUSALS_SHOWN:
-                    messages.error(request, _refusal(job, str(exc.detail), verb))
+                    messages.error(request, _refusal(job, str(exc), verb))
                 continue
             self.log_change(request, job, f"{verb.capitalize()} from the admin.")
         if refused > REFUSALS_SHOWN:

@@ -30,7 +30,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import serializers as s
-from portal.api.errors import UpstreamError, request_id_of, server_error_body
+from portal.api.errors import rag_status, request_id_of, server_error_body
 from portal.api.fields import (
     BoundedListField,
     InputSerializer,
@@ -39,6 +39,7 @@ from portal.api.fields import (
 )
 from portal.api.views import ERRORS, context_body, profile_request
 from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
+from portal.rag.errors import LlmError
 
 MAX_CHAT_MESSAGES = int(settings.RAG_API["MAX_CHAT_MESSAGES"])
 MAX_CHAT_MESSAGE_CHARS = int(settings.RAG_API["MAX_CHAT_MESSAGE_CHARS"])
@@ -170,10 +171,11 @@ def _events(stream: ChatStream, request_id: str) -> Iterator[bytes]:
                 yield _event("delta", {"text": delta})
             turn = stream.finish()
         except Exception as exc:  # the LLM client's errors, after the response has started
-            failed = UpstreamError(f"The LLM service failed: {exc}")
-            code = str(failed.default_code)
-            status = failed.status_code
-            yield _event("error", server_error_body(failed, status, code, request_id, "ChatView"))
+            failed = LlmError(f"The LLM service failed: {exc}")
+            body = server_error_body(
+                failed, rag_status(failed), failed.code, request_id, "ChatView"
+            )
+            yield _event("error", body)
             return
         yield _event(
             "done",

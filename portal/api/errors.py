@@ -21,30 +21,19 @@ import logging
 import uuid
 from typing import Any
 
-import psycopg
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.db import InterfaceError as DjangoInterfaceError
 from django.http import Http404, JsonResponse
-from psycopg_pool import PoolTimeout
 from rest_framework import exceptions as drf
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from portal.rag.errors import ConflictError, ForbiddenError, LlmError, database_unavailable
 from rag_plugin import exceptions as rag
 
 logger = logging.getLogger(__name__)
-
-
-class SourceNotAllowed(drf.PermissionDenied):
-    """The tenant's allowlist has no enabled entry for this RAG source (SPEC T3)."""
-
-    default_code = "SOURCE_NOT_ALLOWED"
-
-    def __init__(self, source: str) -> None:
-        super().__init__(f"RAG source '{source}' is not allowed for this tenant.")
 
 
 class PayloadTooLarge(drf.APIException):
@@ -53,25 +42,12 @@ class PayloadTooLarge(drf.APIException):
     default_code = "PAYLOAD_TOO_LARGE"
 
 
-class Conflict(drf.APIException):
-    """The request does not fit the object's state (e.g. cancelling a job that has ended)."""
-
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-    default_code = "CONFLICT"
-
-
-class UpstreamError(drf.APIException):
-    """A service the portal depends on (the LLM) failed."""
-
-    status_code = status.HTTP_502_BAD_GATEWAY
-    default_detail = "An upstream service failed."
-    default_code = "EXTERNAL_SERVICE_ERROR"
-
-
 # rag_plugin errors, most specific first: (class, HTTP status). The API code is the error's
 # own ``code`` (rag_plugin.exceptions), which the job runner records too.
 RAG_STATUSES: tuple[tuple[type[rag.RagError], int], ...] = (
+    (ForbiddenError, 403),
+    (ConflictError, 409),
+    (LlmError, 502),
     (rag.CollectionExistsError, 409),
     (rag.EmbeddingRateLimitedError, 503),
     (rag.EmbeddingError, 502),
@@ -95,10 +71,7 @@ def rag_status(exc: rag.RagError) -> int:
 
 # DRF errors: (class, API code); the status is the exception's own.
 DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
-    (SourceNotAllowed, "FORBIDDEN"),
     (PayloadTooLarge, "PAYLOAD_TOO_LARGE"),
-    (UpstreamError, "EXTERNAL_SERVICE_ERROR"),
-    (Conflict, "CONFLICT"),
     (drf.NotAuthenticated, "AUTHENTICATION_FAILED"),
     (drf.AuthenticationFailed, "AUTHENTICATION_FAILED"),
     (drf.PermissionDenied, "FORBIDDEN"),
@@ -120,34 +93,8 @@ _SERVER_MESSAGES = {
 }
 
 
-# SQLSTATE classes and codes that say the server cannot serve, not that a statement failed:
-# connection exceptions (08), insufficient resources such as too many connections (53),
-# and a server that is shutting down, crashed or still starting (57P01-57P04).
-_UNAVAILABLE_SQLSTATES = ("08", "53", "57P")
-
 DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 _UNAVAILABLE_MESSAGE = "The database is unavailable; try again later."
-
-
-def database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc``, or an error it was raised from, says the database cannot be reached.
-
-    That is a lost or refused connection (psycopg's ``OperationalError`` with no SQLSTATE or
-    one of ``_UNAVAILABLE_SQLSTATES``, Django's wrapper of it, or its ``InterfaceError`` for a
-    closed connection) or a pool that found no connection in time. A deadlock, a cancelled
-    statement or bad SQL is the statement's own failure and stays a 500.
-    """
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, PoolTimeout | DjangoInterfaceError):
-            return True
-        if isinstance(current, psycopg.OperationalError):
-            state = current.sqlstate
-            return state is None or state.startswith(_UNAVAILABLE_SQLSTATES)
-        current = current.__cause__
-    return False
 
 
 def retry_after_seconds() -> int:

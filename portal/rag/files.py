@@ -12,10 +12,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
-from rest_framework.exceptions import NotFound
 
 from portal.rag.selectors import FoundDocument, document_find
 from rag_plugin.chunking import ChunkingStrategy
+from rag_plugin.exceptions import NotFoundError
 from rag_plugin.files import ExtractionLimits
 from rag_plugin.ingest import CHUNKING_METADATA_KEY
 from rag_plugin.stores.base import DocumentRecord
@@ -86,7 +86,7 @@ def original_of(found: FoundDocument) -> StoredFile:
         .first()
     )
     if stored is None:
-        raise NotFound(
+        raise NotFoundError(
             f"Document '{document_id}' was not ingested from an uploaded file, so there is no "
             f"file to download; its text is at /api/rag/documents/{document_id}."
         )

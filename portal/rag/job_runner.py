@@ -30,10 +30,9 @@ from django.utils import timezone
 from django_tenants.utils import schema_context
 from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
-from rest_framework.exceptions import PermissionDenied
 
-from portal.api.errors import database_unavailable
 from portal.rag import files, services
+from portal.rag.errors import ForbiddenError, database_unavailable
 from rag_plugin import exceptions as rag
 from rag_plugin.files import ExtractedDocument, extract_isolated
 from tenants.models import IngestJob
@@ -324,8 +323,8 @@ def failure_of(exc: BaseException, job: IngestJob) -> tuple[str, str, bool]:
     """``(code, message, transient)`` of a run's error: a transient one may not happen again,
     so the job runs again (up to its attempts). A message that could show internals (SQL, an
     upstream's reply) is replaced by a fixed one; the worker's log has the details."""
-    if isinstance(exc, PermissionDenied):
-        return "FORBIDDEN", str(exc.detail), False
+    if isinstance(exc, ForbiddenError):
+        return exc.code, str(exc), False
     if isinstance(exc, rag.EmbeddingError):
         # Before InvalidInputError (a refused input is both): the message is the service's
         # reply and address, for the log only. A refusal happens again; a failure may not.

@@ -24,16 +24,15 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from procrastinate.contrib.django import app
-from rest_framework.exceptions import NotFound
 
-from portal.api.errors import Conflict
+from portal.rag.errors import ConflictError
 from portal.rag.files import original_of, upload_description
 from portal.rag.job_runner import ingest_job, lock_key
 from portal.rag.scope import scope_for
 from portal.rag.selectors import document_find
 from portal.rag.services import NewDocument
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
-from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.exceptions import InvalidInputError, NotFoundError
 from rag_plugin.files import detect_media_type
 from rag_plugin.ingest import content_too_small
 from tenants.models import IngestJob, StoredFile
@@ -281,8 +280,8 @@ def job_get(*, user: AbstractBaseUser, job_id: str, for_update: bool = False) ->
     return found
 
 
-def _missing(job_id: str) -> NotFound:
-    return NotFound(f"Job '{job_id}' not found; GET /api/rag/jobs lists the jobs you can see.")
+def _missing(job_id: str) -> NotFoundError:
+    return NotFoundError(f"Job '{job_id}' not found; GET /api/rag/jobs lists the jobs you can see.")
 
 
 @transaction.atomic
@@ -291,7 +290,7 @@ def job_cancel(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
     writes); an ended job is a conflict."""
     job = job_get(user=user, job_id=job_id, for_update=True)
     if job.ended:
-        raise Conflict(
+        raise ConflictError(
             f"Job '{job.id}' has already ended ({job.state}); only a queued or running job "
             "can be cancelled."
         )
@@ -313,7 +312,7 @@ def job_retry(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
     """Queue a failed or cancelled job again, with a fresh count of attempts."""
     job = job_get(user=user, job_id=job_id, for_update=True)
     if job.state not in (IngestJob.State.FAILED, IngestJob.State.CANCELLED):
-        raise Conflict(
+        raise ConflictError(
             f"Job '{job.id}' is {job.state}; only a failed or cancelled job can be retried."
         )
     scope = scope_for(user=job.user, collection=job.collection, shared=job.shared, write=True)

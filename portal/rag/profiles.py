@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
-from rest_framework.exceptions import NotFound
 
-from portal.api.errors import SourceNotAllowed, UpstreamError
+from portal.rag.errors import LlmError, SourceNotAllowedError
 from portal.rag.runtime import embedder_for, llm
 from portal.rag.scope import scope_for
 from rag_plugin.citations import ContextResult, build_context_result
 from rag_plugin.engine import CollectionSearcher
-from rag_plugin.exceptions import CollectionNotFoundError
+from rag_plugin.exceptions import CollectionNotFoundError, NotFoundError
 from rag_plugin.profiles import RetrievalProfile as LibraryProfile
 from rag_plugin.retrieval import CollectionRef, MultiCollectionRetriever, RetrievalResult
 from tenants.models import RetrievalProfile
@@ -63,7 +62,7 @@ def _refs(
         try:
             scope = scope_for(user=user, collection=item.name, shared=item.shared)
             info = scope.store.get_collection(item.name, owner=scope.owner)
-        except (SourceNotAllowed, CollectionNotFoundError):
+        except (SourceNotAllowedError, CollectionNotFoundError):
             if strict:
                 raise
             skipped.append(label)
@@ -97,7 +96,10 @@ def resolve_request(
     if profile is not None:
         configured = RetrievalProfile.objects.filter(name=profile).first()
         if configured is None:
-            raise NotFound(f"Retrieval profile '{profile}' not found.")
+            raise NotFoundError(
+                f"Retrieval profile '{profile}' not found; a tenant admin defines profiles "
+                "under Retrieval profiles."
+            )
         wanted = [
             RequestedCollection(c.collection, c.weight, c.priority, c.shared)
             for c in configured.collections.all()
@@ -182,4 +184,4 @@ def llm_call(call: Callable[[], T]) -> T:
         return call()
     except Exception as exc:
         logger.warning("LLM call failed: %s", exc)
-        raise UpstreamError(f"The LLM service failed: {exc}") from exc
+        raise LlmError(f"The LLM service failed: {exc}") from exc

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from rest_framework.exceptions import PermissionDenied
 
-from portal.api.errors import SourceNotAllowed
+from portal.rag.errors import ForbiddenError, SourceNotAllowedError
 from portal.rag.runtime import store_for
 from rag_plugin.stores.base import Store, validate_collection_name
 from tenants.selectors import rag_source_enabled
@@ -47,9 +46,9 @@ def scope_for(
     if collection is not None:
         validate_collection_name(collection)
         if not rag_source_enabled(name=collection):
-            raise SourceNotAllowed(collection)
+            raise SourceNotAllowedError(collection)
     if shared and write and not getattr(user, "is_staff", False):
-        raise PermissionDenied("Only tenant admins may change shared collections.")
+        raise ForbiddenError("Only tenant admins may change shared collections.")
     schema_name = connection.schema_name  # type: ignore[attr-defined]
     return Scope(
         store=store_for(schema_name),

@@ -353,7 +353,8 @@ def test_retry_of_a_job_whose_source_is_no_longer_allowed_is_refused_with_the_re
     shown = run_action(admin_client, "retry_jobs", job)
 
     assert shown == [
-        f"Job '{job.id}' was not retried: RAG source '{source}' is not allowed for this tenant."
+        f"Job '{job.id}' was not retried: RAG source '{source}' is not allowed for this "
+        "tenant; a tenant admin enables it in the RAG source allowlist."
     ]
     job.refresh_from_db()
     assert job.state == IngestJob.State.FAILED

@@ -8,8 +8,10 @@ from types import SimpleNamespace
 import pytest
 from rest_framework import exceptions as drf
 
-from portal.api.errors import UpstreamError, api_exception_handler, rag_status
+from portal.api.errors import api_exception_handler, rag_status
 from portal.embedded_db import PROJECT_ROOT
+from portal.rag import errors as portal_errors
+from portal.rag.errors import LlmError
 from rag_plugin import exceptions as rag
 
 README = (PROJECT_ROOT / "README.md").read_text()
@@ -39,7 +41,7 @@ CONTEXT = {"request": SimpleNamespace(request_id="f" * 32), "view": None}
             "An upstream service failed.",
         ),
         (
-            UpstreamError("The LLM service failed: 401 from https://llm.internal"),
+            LlmError("The LLM service failed: 401 from https://llm.internal"),
             502,
             "EXTERNAL_SERVICE_ERROR",
             "An upstream service failed.",
@@ -105,11 +107,11 @@ def test_a_file_that_cannot_be_extracted_is_a_client_error_with_the_errors_own_c
 
 
 def _library_errors() -> list[type[rag.RagError]]:
-    """Every error class of rag_plugin.exceptions."""
+    """Every error class of rag_plugin.exceptions and the portal's own refusals."""
     found, todo = [], [rag.RagError]
     while todo:
         cls = todo.pop()
-        if cls.__module__ == rag.__name__:
+        if cls.__module__ in (rag.__name__, portal_errors.__name__):
             found.append(cls)
         todo.extend(cls.__subclasses__())
     return sorted(set(found), key=lambda cls: cls.__name__)

@@ -126,7 +126,8 @@ def test_disabling_a_source_mid_session_denies_at_once(
 
     assert {k: r.status_code for k, r in denied.items()} == dict.fromkeys(denied, 403)
     assert denied["search"].json() == {
-        "error": f"RAG source '{source}' is not allowed for this tenant.",
+        "error": f"RAG source '{source}' is not allowed for this tenant; a tenant admin "
+        "enables it in the RAG source allowlist.",
         "code": "FORBIDDEN",
     }
     assert source not in {c["name"] for c in listed}

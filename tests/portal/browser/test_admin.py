@@ -199,7 +199,9 @@ def test_admin_uploads_a_pdf_to_a_shared_collection_then_reindexes_and_deletes_i
     page.set_input_files("#rag-upload-files", str(pdf))
     page.click("input[name=upload]")
     page.wait_for_selector(".messagelist .error")
-    assert "Enable it under RAG sources first" in page.inner_text(".messagelist")
+    assert "a tenant admin enables it in the RAG source allowlist" in page.inner_text(
+        ".messagelist"
+    )
 
     with launch.worker(portal_server.env, LOGS / "worker-test-admin.log"):
         page.fill("#rag-upload-collection", source)

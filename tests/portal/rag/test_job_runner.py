@@ -8,9 +8,8 @@ import uuid
 import psycopg
 import pytest
 from psycopg_pool import PoolTimeout
-from rest_framework.exceptions import PermissionDenied
 
-from portal.api.errors import SourceNotAllowed
+from portal.rag.errors import ForbiddenError, SourceNotAllowedError
 from portal.rag.job_runner import failure_of
 from rag_plugin import exceptions as rag
 from tenants.models import IngestJob
@@ -21,8 +20,8 @@ JOB = IngestJob(id=uuid.UUID(int=7))
 @pytest.mark.parametrize(
     ("exc", "code", "transient"),
     [
-        (SourceNotAllowed("docs"), "FORBIDDEN", False),
-        (PermissionDenied("Only tenant admins may change shared collections."), "FORBIDDEN", False),
+        (SourceNotAllowedError("docs"), "FORBIDDEN", False),
+        (ForbiddenError("Only tenant admins may change shared collections."), "FORBIDDEN", False),
         (rag.InvalidInputError("Content too small to chunk"), "INVALID_INPUT", False),
         (rag.CollectionNotFoundError("Collection 'x' not found"), "NOT_FOUND", False),
         (rag.EmbeddingInputError("the service refused a text"), "EXTERNAL_SERVICE_ERROR", False),
@@ -60,6 +59,7 @@ def test_a_message_that_could_show_internals_is_replaced(exc: Exception) -> None
 
 
 def test_a_refusal_keeps_its_own_words() -> None:
-    assert failure_of(SourceNotAllowed("docs"), JOB)[1] == (
-        "RAG source 'docs' is not allowed for this tenant."
+    assert failure_of(SourceNotAllowedError("docs"), JOB)[1] == (
+        "RAG source 'docs' is not allowed for this tenant; a tenant admin enables it in the "
+        "RAG source allowlist."
     )
