@@ -317,16 +317,23 @@ def children_without_main() -> Iterator[None]:
             main.__file__ = path
 
 
-def speed(files: dict[str, list[MadeFile]], folder: Path, rounds: int) -> dict[str, Any]:
-    """Pages/s of our extraction (in process and isolated) and LlamaIndex's, per type."""
+def check_llama_readers() -> None:
+    """Refuse to run without LlamaIndex's file readers (the baseline would read bytes)."""
     from llama_index.core.readers.file.base import _try_loading_included_file_formats
 
     defaults = _try_loading_included_file_formats()
+    # Its slides module calls logging.basicConfig(level=INFO) on import: every INFO line of
+    # fontTools (fpdf2's font subsetting) and pgserver would be printed.
+    logging.getLogger().setLevel(logging.WARNING)
     if ".pdf" not in defaults or ".docx" not in defaults:
         raise RuntimeError(
             "llama-index-readers-file is not installed, so SimpleDirectoryReader would read "
             "PDF and DOCX bytes as text: run `make bench-deps`."
         )
+
+
+def speed(files: dict[str, list[MadeFile]], folder: Path, rounds: int) -> dict[str, Any]:
+    """Pages/s of our extraction (in process and isolated) and LlamaIndex's, per type."""
     with children_without_main():
         extract_isolated(b"warm up the fork server")  # starts it; not timed
     readers: dict[str, Callable[[list[Path]], list[Any]]] = {
@@ -727,7 +734,7 @@ def main() -> None:
     parser.add_argument("--no-job", action="store_true", help="skip the job")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per poll
+    check_llama_readers()
 
     texts = abstracts(args.data, args.split)
     began = time.perf_counter()
