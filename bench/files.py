@@ -28,9 +28,10 @@ In one run:
   .load_data()`` with its default readers (``PDFReader``: pypdf, a Document per page;
   ``DocxReader``: docx2txt; ``.html`` has no default reader, so its markup is read as text).
   ``--rounds`` rounds after one that warms them up, the three in a different order each
-  round; the median round counts.
-  Pages/s and the ratio ours / LlamaIndex; each one's character error rate against the
-  reference on the whole file.
+  round; the median round counts. Pages/s and the ratio ours / LlamaIndex; each one's
+  character error rate against the reference on the whole file. (The isolated children are
+  kept from importing this script, as multiprocessing would have them do: see
+  :func:`children_without_main`.)
 - **Fidelity.** The PDF's character error rate (CER) per page: Levenshtein distance between
   the extracted page and its reference over the reference's length, both NFKC-normalised
   with every run of whitespace made one space (line breaks are not errors). Target: ≤ 1 %.
@@ -50,8 +51,9 @@ In one run:
   goes. Wall time = from the upload's start to the job's ``finished_at``. The bare model
   (``TextEmbedding.embed`` of the same model, in this process) embeds the same chunk texts in
   the worker's batches (``model_batches``) right before and right after the job; their mean is
-  the baseline: overhead = (job − model) / model. The stored chunks' pages
-  (``GET /api/rag/documents/<id>``) are checked as above.
+  the baseline: overhead = (job − model) / model. Each stage's time (from the polls) shows
+  where the rest goes; the embedding stage is also set against the bare model. The stored
+  chunks' pages (``GET /api/rag/documents/<id>``) are checked as above.
 """
 
 from __future__ import annotations
