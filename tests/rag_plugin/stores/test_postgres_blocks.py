@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -13,6 +14,7 @@ from rag_plugin.stores.base import CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres import blocks as term_blocks
 from rag_plugin.stores.postgres.block_reads import decode_int_array
+from rag_plugin.stores.postgres.rows import Tables
 
 from .pg_helpers import statistics_mismatches
 from .store_contract import chunk_inputs
@@ -101,6 +103,45 @@ def test_a_delete_thins_only_the_block_that_holds_the_chunk(
     assert blocks_of(dsn, pg_schema, "alpha") == []
     assert [len(ids) for _, _, ids in blocks_of(dsn, pg_schema, "gamma")] == [1]
     assert statistics_mismatches(dsn, pg_schema, "docs") == []
+
+
+def test_a_merge_reads_the_touched_keys_once_in_a_collection_the_statistics_do_not_know(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    """Issue 31: analysed while only another collection had blocks, PostgreSQL expects one
+    block of a new collection; the merge's per-key levels must still be read once, not once
+    per block of the collection (which made a 10-document write take seconds)."""
+    known = store.create_collection("known", dimensions=2, embedding_model="m")
+    write(store, known, "k", ["alpha beta"])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(pg_schema, "rag_word_blocks")))
+    new = store.create_collection("new", dimensions=2, embedding_model="m")
+    words = [f"w{number}" for number in range(60)]
+    for number in range(6):
+        write(store, new, f"d{number}", [" ".join(words)])
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            sql.SQL("SELECT id FROM {} WHERE name = 'new'").format(
+                sql.Identifier(pg_schema, "rag_collections")
+            )
+        ).fetchone()
+        assert row is not None
+        statement = term_blocks.WORDS.sql(Tables(pg_schema), term_blocks._MERGE)
+        explained = conn.execute(
+            sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(statement),
+            {**term_blocks._shape(row[0]), "keys": words},
+        ).fetchone()
+        conn.rollback()
+    assert explained is not None
+
+    def level_counts(node: dict[str, Any]) -> Iterator[int]:
+        """How often each count of a key's blocks by level (the HAVING) ran."""
+        if "count(*)" in node.get("Filter", ""):
+            yield int(node["Actual Loops"])
+        for child in node.get("Plans", []):
+            yield from level_counts(child)
+
+    assert list(level_counts(explained[0][0]["Plan"])) == [1]
 
 
 def test_array_send_is_decoded_with_and_without_elements(dsn: str) -> None:
