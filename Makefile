@@ -49,7 +49,10 @@ $(TESSERACT):
 
 # The local demo runs with DEBUG (and Django's built-in local key); nothing else does.
 run: export DJANGO_DEBUG ?= true
+# The server and the worker count their metrics into one folder, emptied at each start.
+run: export PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/.data/metrics
 run: $(VENV)/.base-installed
+	rm -rf "$$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$$PROMETHEUS_MULTIPROC_DIR"
 	$(BIN)/python manage.py migrate_schemas --verbosity 0
 	$(BIN)/python manage.py createcachetable
 	$(BIN)/python manage.py bootstrap_demo --port $(PORT)

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -51,9 +52,11 @@ def scratch_database(prefix: str) -> Iterator[str]:
 
 
 def portal_env(database: str, **overrides: str) -> dict[str, str]:
-    """The environment of a production-like portal process on ``database``."""
+    """The environment of a production-like portal process on ``database``: its processes
+    (gunicorn's workers, ingestion workers) count their metrics into one fresh folder."""
     return {
         **os.environ,
+        "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="rag-metrics-"),
         "DATABASE_URL": database,
         "DJANGO_DEBUG": "false",
         "DJANGO_SECRET_KEY": f"throwaway-{os.getpid()}-{time.monotonic_ns()}",

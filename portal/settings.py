@@ -10,6 +10,7 @@ that the proxy's ``X-Forwarded-Proto`` says whether a request came in over HTTPS
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -100,6 +101,8 @@ TENANT_LIMIT_SET_CALLS = True
 PUBLIC_SCHEMA_NAME = "public"
 
 MIDDLEWARE = [
+    # Serves /metrics (to the operator only) and counts and times every other request.
+    "portal.metrics.MetricsMiddleware",
     # An id for every request, which error responses and their log lines carry.
     "portal.middleware.RequestIdMiddleware",
     # Rejects oversized bodies before any work, even the tenant lookup.
@@ -261,6 +264,16 @@ RAG_FILES = {
     "MEMORY_MB": int(os.environ.get("RAG_FILE_MEMORY_MB", "1024")),
     # OCR of pages without a text layer, where Tesseract is installed.
     "OCR": os.environ.get("RAG_FILE_OCR", "true").lower() != "false",
+}
+# GET /metrics (portal/metrics.py): never public; a bearer token, or addresses (CIDRs), or
+# both. Every process counts into PROMETHEUS_MULTIPROC_DIR where it is set (gunicorn workers
+# and ingestion workers alike; empty it when the deployment starts).
+RAG_METRICS = {
+    "TOKEN": os.environ.get("RAG_METRICS_TOKEN", ""),
+    "ADDRESSES": [
+        str(ipaddress.ip_network(address, strict=False))
+        for address in env_list("RAG_METRICS_ADDRESSES", [])
+    ],
 }
 # The worker's connections come from Django's database settings; tasks live in one module.
 PROCRASTINATE_IMPORT_PATHS = ["portal.rag.job_runner"]

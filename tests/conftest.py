@@ -53,6 +53,7 @@ def _public_schema_after_test() -> Iterator[None]:
 
 
 DEMO_PASSWORD = "test-pass-2026"
+METRICS_TOKEN = "metrics-test-token"
 
 
 @dataclass
@@ -144,6 +145,7 @@ def postgres_portal_server(fake_llm: FakeLLMServer) -> Iterator[PortalServer]:
             RAG_LOGIN_ACCOUNT_FAILURES="1000",
             RAG_LLM_URL=fake_llm.api_base,
             RAG_LLM_MODEL="fake-chat",
+            RAG_METRICS_TOKEN=METRICS_TOKEN,
         )
         launch.prepare(env, DEMO_PASSWORD)
         with launch.gunicorn(env, LOGS / "portal-server-test.log") as port:

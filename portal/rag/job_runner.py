@@ -31,7 +31,7 @@ from django_tenants.utils import schema_context
 from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 
-from portal.rag import files, services
+from portal.rag import files, metrics, services
 from portal.rag.errors import ForbiddenError, database_unavailable
 from rag_plugin import exceptions as rag
 from rag_plugin.files import ExtractedDocument, extract_isolated
@@ -152,13 +152,14 @@ class JobRun:
     token: uuid.UUID
     _told_at: float = 0.0
     _stage: str = ""
+    _started: float = 0.0
 
     def _mine(self) -> Any:
         return IngestJob.objects.filter(id=self.job.id, run_token=self.token)
 
     def execute(self) -> None:
         job = self.job
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
         payload = job.payload
         extracted: ExtractedDocument | None = None
         try:
@@ -272,8 +273,8 @@ class JobRun:
             raise JobCancelled
 
     def end(self, state: str, **fields: Any) -> bool:
-        """Move the job to an ended state, if this run still holds it."""
-        return bool(
+        """Move the job to an ended state, if this run still holds it (and count it)."""
+        ended = bool(
             self._mine().update(
                 state=state,
                 stage=IngestJob.Stage.NONE,
@@ -283,6 +284,12 @@ class JobRun:
                 **fields,
             )
         )
+        if ended:
+            metrics.JOBS_ENDED.labels(self.job.kind, state).inc()
+            if self._started:
+                elapsed = time.perf_counter() - self._started
+                metrics.JOB_DURATION.labels(self.job.kind).observe(elapsed)
+        return ended
 
     def fail(self, code: str, message: str) -> None:
         self.end(IngestJob.State.FAILED, error_code=code, error_message=message)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from django.contrib.auth.models import AbstractBaseUser
 
 from portal.rag.errors import LlmError, SourceNotAllowedError
+from portal.rag.metrics import LLM_CALLS, LLM_LATENCY
 from portal.rag.runtime import embedder_for, llm
 from portal.rag.scope import scope_for
 from rag_plugin.citations import ContextResult, build_context_result
@@ -180,8 +181,13 @@ def profile_answer(**request: Any) -> ProfileAnswer:
 
 def llm_call(call: Callable[[], T]) -> T:
     """``call()``, its LLM client's errors (connection, HTTP, timeout, parsing) as a 502."""
+    started = time.perf_counter()
     try:
-        return call()
+        result = call()
     except Exception as exc:
+        LLM_CALLS.labels("error").inc()
         logger.warning("LLM call failed: %s", exc)
         raise LlmError(f"The LLM service failed: {exc}") from exc
+    LLM_CALLS.labels("ok").inc()
+    LLM_LATENCY.observe(time.perf_counter() - started)
+    return result

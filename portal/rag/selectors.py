@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from portal.rag.metrics import SEARCH_LATENCY
 from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, scope_for
 from rag_plugin.engine import CollectionSearcher, SearchOutcome, rerank_outcome
@@ -115,4 +116,5 @@ def rag_search(
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
+    SEARCH_LATENCY.labels(str(strategy)).observe(time.perf_counter() - started)
     return outcome
