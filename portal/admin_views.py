@@ -24,6 +24,7 @@ from django.urls import path, reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_http_methods, require_POST
 
+from portal.rag import audit
 from portal.rag.files import collection_originals, files_forget
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
 from portal.rag.runtime import store_for
@@ -118,6 +119,13 @@ def collections_view(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
         else:
             files_forget(collection=name, shared=owner.shared, owner_id=owner.user_id)
+            audit.record(
+                "collection.delete",
+                actor=_admin(request),
+                object_type="collection",
+                object_id=name,
+                before={"owner": owner.label, "shared": owner.shared, "documents": deleted},
+            )
             messages.success(
                 request, f"Deleted collection '{name}' of {owner.label} ({deleted} documents)."
             )
@@ -243,6 +251,13 @@ def _delete(
         shared=owner.shared,
         owner_id=owner.user_id,
         document_id=document_id,
+    )
+    audit.record(
+        "document.delete",
+        actor=_admin(request),
+        object_type="document",
+        object_id=document_id,
+        before={"collection": info.name, "owner": owner.label, "shared": owner.shared},
     )
     messages.success(request, f"Deleted document {document_id}.")
 

@@ -7,8 +7,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from rest_framework.throttling import BaseThrottle
 
 from portal.api.errors import json_error
+from portal.rag import audit
 
 UPLOAD_PATHS = frozenset({"/api/rag/files", "/admin/rag/upload/"})
 """Routes that take files: their limit is ``RAG_FILES['MAX_UPLOAD_BYTES']``, and they need a
@@ -66,7 +68,11 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
-        response = self.get_response(request)
+        # The audit log's events of this request carry its id and the client's address (the
+        # throttles' address: the connection's, or RAG_TRUSTED_PROXIES' pick).
+        address = BaseThrottle().get_ident(request)  # type: ignore[arg-type]  # reads META only
+        with audit.request_context(request_id, address or None):
+            response = self.get_response(request)
         response["X-Request-ID"] = request_id
         return response
 

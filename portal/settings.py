@@ -275,6 +275,9 @@ RAG_METRICS = {
         for address in env_list("RAG_METRICS_ADDRESSES", [])
     ],
 }
+# The audit log (portal/rag/audit.py): events older than this many days are deleted by
+# `manage.py rag_audit_prune` (run it daily, e.g. from cron).
+RAG_AUDIT_RETENTION_DAYS = int(os.environ.get("RAG_AUDIT_RETENTION_DAYS", "365"))
 # The worker's connections come from Django's database settings; tasks live in one module.
 PROCRASTINATE_IMPORT_PATHS = ["portal.rag.job_runner"]
 PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""

@@ -16,8 +16,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django_tenants.admin import TenantAdminMixin
 
+from tenants.admin_audit import AuditedAdmin, AuditEventAdmin
 from tenants.admin_jobs import IngestJobAdmin
 from tenants.models import (
+    AuditEvent,
     Domain,
     IngestJob,
     ProfileCollection,
@@ -62,7 +64,7 @@ platform_admin_site.register(User, UserAdmin)
 platform_admin_site.register(Group, GroupAdmin)
 
 
-class TenantUserAdmin(UserAdmin):  # type: ignore[type-arg]
+class TenantUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     """A tenant's users, with an action that ends all API tokens of the selected users."""
 
     actions = ("revoke_api_tokens",)
@@ -89,7 +91,7 @@ admin.site.site_title = "RAG tenant admin"
 
 
 @admin.register(RagSource)
-class RagSourceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class RagSourceAdmin(AuditedAdmin):
     """The tenant's RAG source allowlist: default deny, one row per allowed source."""
 
     list_display = ("name", "enabled", "note", "updated_by", "updated_at")
@@ -113,7 +115,7 @@ class ProfileCollectionInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 @admin.register(RetrievalProfile)
-class RetrievalProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class RetrievalProfileAdmin(AuditedAdmin):
     """Retrieval profiles: which collections to search, how to weigh, filter and rerank."""
 
     list_display = ("name", "strategy", "retrieval_k", "min_relevance", "rerank", "expand_query")
@@ -122,7 +124,7 @@ class RetrievalProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(Synonym)
-class SynonymAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class SynonymAdmin(AuditedAdmin):
     """The tenant's synonym table for lexical query expansion."""
 
     list_display = ("term", "synonyms")
@@ -131,3 +133,5 @@ class SynonymAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 # Ingestion jobs: read-only, with cancel and retry actions (tenants/admin_jobs.py).
 admin.site.register(IngestJob, IngestJobAdmin)
+# The audit log: read-only, the tenant's own events (tenants/admin_audit.py).
+admin.site.register(AuditEvent, AuditEventAdmin)

@@ -12,6 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 from django_tenants.utils import get_public_schema_name, schema_context
 
+from portal.rag import audit
 from tenants.models import Domain, Tenant
 
 
@@ -103,4 +104,17 @@ def api_tokens_revoke(*, user: AbstractBaseUser, actor: str = "") -> int:
         ApiTokenGeneration.objects.filter(user_id=user.pk).update(
             generation=F("generation") + 1, revoked_at=timezone.now(), revoked_by=actor
         )
-        return ApiTokenGeneration.objects.get(user_id=user.pk).generation
+        generation = ApiTokenGeneration.objects.get(user_id=user.pk).generation
+        audit.record(
+            "user.tokens_revoke",
+            actor=_by_name(actor),
+            object_type="user",
+            object_id=str(user.pk),
+            after={"username": user.get_username(), "generation": generation},
+        )
+        return generation
+
+
+def _by_name(username: str) -> AbstractBaseUser | None:
+    """The acting user named ``username`` in this schema, if there is one."""
+    return get_user_model().objects.filter(username=username).first() if username else None

@@ -25,6 +25,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from procrastinate.contrib.django import app
 
+from portal.rag import audit
 from portal.rag.errors import ConflictError
 from portal.rag.files import original_of, upload_description
 from portal.rag.job_runner import ingest_job, lock_key
@@ -226,6 +227,29 @@ def _queued(
         **fields,
     )
     _enqueue(job, owner=owner)
+    stored = job.file
+    audit.record(
+        "job.submit",
+        actor=user,
+        object_type="job",
+        object_id=str(job.id),
+        after={
+            "collection": collection,
+            "shared": shared,
+            "kind": job.kind,
+            "documents": job.documents,
+            "input_bytes": job.input_bytes,
+            **(
+                {
+                    "filename": stored.filename,
+                    "media_type": stored.media_type,
+                    "sha256": stored.sha256,
+                }
+                if stored is not None
+                else {}
+            ),
+        },
+    )
     return job
 
 
@@ -304,6 +328,7 @@ def job_cancel(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
             # Out of the queue; if a worker has just taken it, the run sees the state and stops.
             app.job_manager.cancel_job_by_id(job.queue_job_id)
     job.save(update_fields=fields)
+    audit.record("job.cancel", actor=user, object_type="job", object_id=str(job.id))
     return job
 
 
@@ -334,4 +359,5 @@ def job_retry(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
         setattr(job, name, value)
     job.save(update_fields=[*reset, "updated_at"])
     _enqueue(job, owner=scope.owner)
+    audit.record("job.retry", actor=user, object_type="job", object_id=str(job.id))
     return job

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from portal.rag import audit
 from portal.rag.files import files_forget
 from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, scope_for
@@ -91,6 +92,7 @@ def document_ingest(
         chunks=len(result.chunks),
         unchanged=result.unchanged,
     )
+    _audit_ingest(user, collection, shared, [result])
     return DocumentIngested(collection, result)
 
 
@@ -131,7 +133,30 @@ def documents_ingest(
         unchanged=sum(result.unchanged for result in results),
         chunks=sum(len(result.chunks) for result in results),
     )
+    _audit_ingest(user, collection, shared, results)
     return DocumentsIngested(collection, results)
+
+
+def _audit_ingest(
+    user: AbstractBaseUser, collection: str, shared: bool, results: Sequence[IngestResult]
+) -> None:
+    """One audit event per document written (an unchanged one was not)."""
+    for result in results:
+        if not result.unchanged:
+            document = result.document
+            audit.record(
+                "document.ingest",
+                actor=user,
+                object_type="document",
+                object_id=document.id,
+                after={
+                    "collection": collection,
+                    "shared": shared,
+                    "source": document.source,
+                    "title": document.title,
+                    "chunks": len(result.chunks),
+                },
+            )
 
 
 def _log_ingest(
@@ -229,6 +254,13 @@ def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool =
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
     deleted = scope.store.delete_collection(collection, owner=scope.owner)
     files_forget(collection=collection, shared=shared, owner_id=user.pk)
+    audit.record(
+        "collection.delete",
+        actor=user,
+        object_type="collection",
+        object_id=collection,
+        before={"shared": shared, "documents": deleted},
+    )
     logger.info(
         "rag.collection_delete",
         extra={
@@ -246,6 +278,18 @@ def document_delete(*, user: AbstractBaseUser, document_id: str, shared: bool = 
     """Delete one of the caller's documents (chunks, vectors, postings); return its collection."""
     found = document_find(user=user, document_id=document_id, shared=shared, write=True)
     found.scope.store.delete_document(found.collection, document_id)
+    audit.record(
+        "document.delete",
+        actor=user,
+        object_type="document",
+        object_id=document_id,
+        before={
+            "collection": found.collection.name,
+            "shared": shared,
+            "source": found.document.source,
+            "title": found.document.title,
+        },
+    )
     files_forget(
         collection=found.collection.name, shared=shared, owner_id=user.pk, document_id=document_id
     )
