@@ -142,7 +142,7 @@ def collections_view(request: HttpRequest) -> HttpResponse:
             rows=rows,
             shared_names=[info.name for owner, info in rows if owner.shared],
             jobs=_jobs(),
-            strategies=ChunkingStrategy.names(),
+            strategies=[strategy.value for strategy in ChunkingStrategy],
             media_types=", ".join(SUPPORTED_MEDIA_TYPES),
             max_upload_mib=int(settings.RAG_FILES["MAX_UPLOAD_BYTES"]) // (1024 * 1024),
             max_files=int(settings.RAG_FILES["MAX_FILES"]),

@@ -22,18 +22,22 @@ print(",".join(forbidden))
 """
 
 
-def test_importing_every_rag_plugin_module_loads_no_django() -> None:
+def python_output(code: str) -> str:
+    """What ``code`` prints, run by a fresh interpreter in the project (nothing imported)."""
     result = subprocess.run(
-        [sys.executable, "-c", IMPORT_EVERYTHING],
+        [sys.executable, "-c", code],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
-
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == ""
+    return result.stdout.strip()
+
+
+def test_importing_every_rag_plugin_module_loads_no_django() -> None:
+    assert python_output(IMPORT_EVERYTHING) == ""
 
 
 def _imported_modules(path: Path) -> set[str]:

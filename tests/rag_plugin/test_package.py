@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import rag_plugin
-from portal.embedded_db import PROJECT_ROOT
+from tests.test_dependency_rules import python_output
 
 STUB = Path(rag_plugin.__file__).with_suffix(".pyi")
 
@@ -50,13 +48,4 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_importing_the_package_and_its_cli_loads_no_heavy_dependency() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", WHAT_AN_IMPORT_LOADS],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == ""
+    assert python_output(WHAT_AN_IMPORT_LOADS) == ""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -15,22 +14,14 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 from django.utils import timezone
-from django_tenants.utils import schema_context
 
 from portal.rag import audit
 from tenants.models import AuditEvent, RagSource
-from tests.conftest import DemoTenant
 
 pytestmark = pytest.mark.django_db(transaction=False)
 
 ACME = "acme.localhost"
 EVENTS = "/admin/tenants/auditevent/"
-
-
-@pytest.fixture
-def acme(demo_tenants: dict[str, DemoTenant]) -> Iterator[None]:
-    with schema_context("acme"):
-        yield
 
 
 @pytest.fixture

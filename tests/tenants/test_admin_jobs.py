@@ -24,7 +24,6 @@ from portal.rag import runtime
 from portal.rag.jobs import job_submit
 from portal.rag.services import NewDocument
 from tenants.models import IngestJob, RagSource
-from tests.conftest import DemoTenant
 
 pytestmark = pytest.mark.django_db(transaction=False)
 
@@ -44,13 +43,6 @@ def _rag_pool_closed_after() -> Iterator[None]:
     runtime.pool().close()
     runtime.pool.cache_clear()
     runtime._stores.clear()
-
-
-@pytest.fixture
-def acme(demo_tenants: dict[str, DemoTenant]) -> Iterator[None]:
-    """Run the test's ORM calls in acme's schema (the client's requests switch on their own)."""
-    with schema_context("acme"):
-        yield
 
 
 @pytest.fixture

@@ -139,6 +139,21 @@ def simple_pdf(pages: Sequence[Sequence[str]], **encryption: str) -> bytes:
     return bytes(pdf.output())
 
 
+def dense_pdf(words_per_line: int = 250) -> bytes:
+    """One page of 1 pt text, line on line: ~900,000 characters, whose text layer PDFium
+    needs ~100 MB to read (the parser must run out of memory on it, whatever the process had
+    free before)."""
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=1)
+    pdf.set_auto_page_break(False)
+    pdf.add_page()
+    line = " ".join(f"w{j}" for j in range(words_per_line))
+    for i in range(int(285 / 0.36)):
+        pdf.set_xy(2, 2 + i * 0.36)
+        pdf.cell(text=line)
+    return bytes(pdf.output())
+
+
 def scanned_pdf(pages: int) -> bytes:
     """``pages`` pages that are each only a picture of :data:`SCANNED`."""
     pdf = FPDF()

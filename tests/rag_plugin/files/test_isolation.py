@@ -95,9 +95,10 @@ def test_a_child_out_of_memory_is_a_corrupt_file_naming_the_limit() -> None:
 
 
 def test_a_parser_that_crashes_is_a_corrupt_file_naming_the_signal() -> None:
-    # PDFium aborts the process when an allocation fails: with 1 MB to spare it does.
-    pages = [[" ".join(f"word{j}" for j in range(25))] * 45] * 60
-    data = makers.simple_pdf(pages)
+    # PDFium aborts the process when an allocation fails: reading this page's text layer
+    # takes ~100 MB, far beyond 1 MB and whatever the fork server had free (a 60-page file
+    # needing 6 MB was read within 1 MB where the fork server happened to have the room).
+    data = makers.dense_pdf()
 
     with pytest.raises(CorruptDocumentError) as caught:
         extract_isolated(data, filename="big.pdf", limits=ExtractionLimits(memory_mb=1))
