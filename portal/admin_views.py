@@ -21,16 +21,16 @@ from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
-from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_http_methods, require_POST
 
+from portal.api.files import download
 from portal.rag import audit
-from portal.rag.files import collection_originals, files_forget
+from portal.rag.files import collection_original, collection_originals, files_forget
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
 from portal.rag.runtime import store_for
 from portal.rag.scope import owner_for
 from rag_plugin.chunking import ChunkingStrategy
-from rag_plugin.citations import page_label
+from rag_plugin.citations import metadata_pages, page_label
 from rag_plugin.exceptions import NotFoundError, RagError
 from rag_plugin.files import SUPPORTED_MEDIA_TYPES
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Store
@@ -105,6 +105,12 @@ def _originals(owner: Owner, info: CollectionInfo) -> dict[str, StoredFile]:
     return collection_originals(collection=info.name, shared=owner.shared, owner_id=owner.user_id)
 
 
+def _original(owner: Owner, info: CollectionInfo, document_id: str) -> StoredFile | None:
+    return collection_original(
+        collection=info.name, shared=owner.shared, owner_id=owner.user_id, document_id=document_id
+    )
+
+
 @require_http_methods(["GET", "POST"])
 def collections_view(request: HttpRequest) -> HttpResponse:
     """Every collection of the tenant, by owner, the newest jobs and the upload form; POST
@@ -161,13 +167,6 @@ def upload_view(request: HttpRequest) -> HttpResponse:
     back = HttpResponseRedirect(reverse("rag-admin-collections"))
     if not files:
         messages.error(request, "Choose at least one file to upload.")
-        return back
-    if len(files) > int(settings.RAG_FILES["MAX_FILES"]):
-        messages.error(
-            request,
-            f"{len(files)} files; the limit is {settings.RAG_FILES['MAX_FILES']} per upload "
-            "(RAG_MAX_UPLOAD_FILES).",
-        )
         return back
     try:
         jobs = file_jobs_submit(
@@ -273,12 +272,10 @@ class ChunkRow:
 
 
 def _chunk_row(chunk: ChunkRecord) -> ChunkRow:
-    first, last = chunk.metadata.get("page_number"), chunk.metadata.get("page_end")
-    pages = page_label(first, last) if isinstance(first, int) else ""
     section = chunk.metadata.get("section")
     return ChunkRow(
         chunk,
-        pages,
+        page_label(*metadata_pages(chunk.metadata)),
         section if isinstance(section, str) else "",
         bool(chunk.metadata.get("has_image")),
     )
@@ -294,7 +291,7 @@ def document_view(request: HttpRequest, owner: str, name: str, document_id: str)
         document = store.get_document(info, document_id)
     except NotFoundError as exc:
         raise Http404(str(exc)) from None
-    original = _originals(who, info).get(document_id)
+    original = _original(who, info, document_id)
     jobs = []
     if original is not None:
         jobs = list(IngestJob.objects.filter(file_id=original.id).order_by("-created_at"))
@@ -320,15 +317,10 @@ def file_view(request: HttpRequest, owner: str, name: str, document_id: str) -> 
     store = _store(request)
     who = _owner(owner)
     info = _collection(store, who, name)
-    original = _originals(who, info).get(document_id)
+    original = _original(who, info, document_id)
     if original is None:
         raise Http404(f"Document {document_id} has no uploaded original.")
-    response = HttpResponse(bytes(original.data), content_type=original.media_type)
-    # An attachment: an uploaded HTML page must not run as one of the admin's own pages.
-    response["Content-Disposition"] = content_disposition_header(
-        as_attachment=True, filename=original.filename
-    )
-    return response
+    return download(original)
 
 
 urlpatterns = [

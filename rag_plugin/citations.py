@@ -34,6 +34,7 @@ __all__ = [
     "build_sources",
     "citation",
     "cited_footnotes",
+    "metadata_pages",
     "page_label",
     "validate_context_template",
 ]
@@ -212,14 +213,19 @@ def citation(title: str, page_number: int | None, page_end: int | None = None) -
     return f"{title}, {pages}" if pages else title
 
 
-def _pages(chunk: RetrievedChunk) -> tuple[int | None, int | None]:
-    """The chunk's first and last page from its metadata; ``(None, None)`` when it has none
-    (metadata a caller wrote by hand may hold anything: only positive integers are pages)."""
-    start = _page(chunk.metadata.get("page_number"))
+def metadata_pages(metadata: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """A chunk's first and last page from its metadata (``page_number``, ``page_end``);
+    ``(None, None)`` when it has none (metadata a caller wrote by hand may hold anything: only
+    positive integers are pages, and an end before the start is the start)."""
+    start = _page(metadata.get("page_number"))
     if start is None:
         return None, None
-    end = _page(chunk.metadata.get("page_end"))
+    end = _page(metadata.get("page_end"))
     return start, end if end is not None and end >= start else start
+
+
+def _pages(chunk: RetrievedChunk) -> tuple[int | None, int | None]:
+    return metadata_pages(chunk.metadata)
 
 
 def _page(value: object) -> int | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpResponse, QueryDict
 from django.utils.http import content_disposition_header
@@ -39,6 +38,7 @@ from portal.rag import files
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.files import SUPPORTED_MEDIA_TYPES
+from tenants.models import StoredFile
 
 
 class UploadMetadataField(MetadataField):
@@ -136,15 +136,6 @@ class FileUploadView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         uploads = data["file"]
-        if len(uploads) > int(settings.RAG_FILES["MAX_FILES"]):
-            raise exceptions.ValidationError(
-                {
-                    "file": [
-                        f"{len(uploads)} files; the limit is {settings.RAG_FILES['MAX_FILES']} "
-                        "per upload (RAG_MAX_UPLOAD_FILES)."
-                    ]
-                }
-            )
         for key in ("source", "title"):
             if data[key] and len(uploads) > 1:
                 raise exceptions.ValidationError(
@@ -204,12 +195,17 @@ class DocumentFileView(APIView):
             document_id=document_id,
             shared=_shared(request),
         )
-        response = HttpResponse(bytes(stored.data), content_type=stored.media_type)
-        # Always an attachment: an uploaded HTML page must not run as the portal's own page.
-        response["Content-Disposition"] = content_disposition_header(
-            as_attachment=True, filename=stored.filename
-        )
-        return response
+        return download(stored)
+
+
+def download(stored: StoredFile) -> HttpResponse:
+    """An uploaded original as it was sent, with its media type, always as an attachment: an
+    uploaded HTML page must not run as one of the portal's own pages (API or admin)."""
+    response = HttpResponse(bytes(stored.data), content_type=stored.media_type)
+    response["Content-Disposition"] = content_disposition_header(
+        as_attachment=True, filename=stored.filename
+    )
+    return response
 
 
 class ReindexInput(InputSerializer):

@@ -73,17 +73,14 @@ def file_of_document(
 
 def original_of(found: FoundDocument) -> StoredFile:
     """The uploaded original of a document found in the caller's scope (404 when it was not
-    ingested from a file). Its bytes are read when used, not here."""
+    ingested from a file)."""
     document_id = found.document.id
-    owner_id = None if found.scope.owner is None else found.scope.user.pk
-    stored = (
-        _collection_files(
-            collection=found.collection.name, shared=found.scope.owner is None, owner_id=owner_id
-        )
-        .filter(document_id=document_id)
-        .defer("data")
-        .order_by("-created_at")
-        .first()
+    shared = found.scope.owner is None
+    stored = collection_original(
+        collection=found.collection.name,
+        shared=shared,
+        owner_id=None if shared else found.scope.user.pk,
+        document_id=document_id,
     )
     if stored is None:
         raise NotFoundError(
@@ -118,6 +115,15 @@ def file_ingested(stored: StoredFile, document_id: str) -> None:
     _collection_files(
         collection=stored.collection, shared=stored.shared, owner_id=stored.user_id
     ).filter(source=stored.source).exclude(id=stored.id).exclude(document_id="").delete()
+
+
+def collection_original(
+    *, collection: str, shared: bool, owner_id: int | None, document_id: str
+) -> StoredFile | None:
+    """The original of one document of a collection, if it came from a file. Its bytes are
+    read when used (a download), not here (a re-index, a page that names it)."""
+    files = _collection_files(collection=collection, shared=shared, owner_id=owner_id)
+    return files.filter(document_id=document_id).defer("data").order_by("-created_at").first()
 
 
 def collection_originals(

@@ -330,14 +330,12 @@ def failure_of(exc: BaseException, job: IngestJob) -> tuple[str, str, bool]:
     """``(code, message, transient)`` of a run's error: a transient one may not happen again,
     so the job runs again (up to its attempts). A message that could show internals (SQL, an
     upstream's reply) is replaced by a fixed one; the worker's log has the details."""
-    if isinstance(exc, ForbiddenError):
-        return exc.code, str(exc), False
     if isinstance(exc, rag.EmbeddingError):
         # Before InvalidInputError (a refused input is both): the message is the service's
         # reply and address, for the log only. A refusal happens again; a failure may not.
         refused = rag.EmbeddingAuthError | rag.EmbeddingNotFoundError | rag.EmbeddingInputError
         return _internal(exc.code, job, transient=not isinstance(exc, refused))
-    if isinstance(exc, rag.InvalidInputError | rag.NotFoundError):
+    if isinstance(exc, ForbiddenError | rag.InvalidInputError | rag.NotFoundError):
         return exc.code, str(exc), False
     if isinstance(exc, rag.ConfigurationError):
         return _internal(exc.code, job, transient=False)

@@ -115,6 +115,11 @@ def file_jobs_submit(
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
     if chunking_strategy:
         ChunkingStrategy.parse(chunking_strategy)
+    most = int(settings.RAG_FILES["MAX_FILES"])
+    if len(uploads) > most:
+        raise InvalidInputError(
+            f"file: {len(uploads)} files; the limit is {most} per upload (RAG_MAX_UPLOAD_FILES)."
+        )
     limit = int(settings.RAG_FILES["MAX_UPLOAD_BYTES"])
     typed = []
     for upload in uploads:

@@ -386,3 +386,17 @@ def test_a_document_ingested_as_text_cannot_be_reindexed(
         response = api.post(f"/api/rag/documents/{ingested['document_id']}/reindex")
     assert (response.status_code, response.json()["code"]) == (404, "NOT_FOUND")
     assert "not ingested from an uploaded file" in response.json()["error"]
+
+
+def test_more_files_than_an_upload_may_carry_are_refused_and_none_is_kept(
+    portal_server: PortalServer, source: str
+) -> None:
+    pdf = simple_pdf([["One of many."]])
+    many = [(f"f{i}.pdf", pdf) for i in range(21)]  # RAG_MAX_UPLOAD_FILES is 20
+    with portal_server.api(ACME, "alice") as api:
+        response = upload(api, source, many)
+        assert (response.status_code, response.json()["code"]) == (400, "INVALID_INPUT")
+        assert response.json()["error"] == (
+            "file: 21 files; the limit is 20 per upload (RAG_MAX_UPLOAD_FILES)."
+        )
+        assert api.get("/api/rag/jobs", params={"collection": source}).json()["total"] == 0
