@@ -53,6 +53,7 @@ from .exceptions import (
     InvalidVectorError,
     ModelLoadError,
     NotFoundError,
+    QuotaExceededError,
     RagError,
     StoreError,
     TooManyPagesError,
@@ -150,6 +151,7 @@ from .stores.postgres import (
     PostgresEmbeddingCache,
     PostgresStore,
 )
+from .stores.usage import Usage, UsageLimits, WriteLimits
 from .vectors import (
     DistanceMetric,
     cosine_distance,
@@ -227,6 +229,7 @@ __all__ = [
     "PostgresStore",
     "QueryCorrection",
     "QueryExpander",
+    "QuotaExceededError",
     "RagChunkNodeParser",
     "RagEmbedding",
     "RagError",
@@ -252,6 +255,9 @@ __all__ = [
     "TextChunker",
     "TooManyPagesError",
     "UnsupportedFileTypeError",
+    "Usage",
+    "UsageLimits",
+    "WriteLimits",
     "answer",
     "api_chunker_config",
     "build_context",

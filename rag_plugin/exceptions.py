@@ -85,6 +85,25 @@ class CollectionExistsError(RagError):
         self.name = name
 
 
+class QuotaExceededError(RagError):
+    """A write would take the owner's or the store's usage past a limit (SPEC O7); nothing
+    was written."""
+
+    code = "QUOTA_EXCEEDED"
+
+    def __init__(self, scope: str, resource: str, limit: int, usage: int, adding: int) -> None:
+        super().__init__(
+            f"Quota exceeded: the {scope} may store at most {limit} {resource}; {usage} are "
+            f"stored and this write adds {adding}. Delete some, or ask an admin to raise the "
+            "limit."
+        )
+        self.scope = scope
+        self.resource = resource
+        self.limit = limit
+        self.usage = usage
+        self.adding = adding
+
+
 class StoreError(RagError):
     """The storage backend failed (database error, unreadable files)."""
 

@@ -25,6 +25,7 @@ from rag_plugin.stores.base import (
     Store,
     check_distinct_sources,
 )
+from rag_plugin.stores.usage import WriteLimits
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
@@ -140,6 +141,7 @@ def ingest_texts(
     create: bool = False,
     progress: IngestProgress | None = None,
     chunk_metadata: Sequence[ChunkMetadata | None] | None = None,
+    limits: WriteLimits | None = None,
 ) -> list[IngestResult]:
     """Ingest several texts as :func:`ingest_text` ingests one, all in one store write.
 
@@ -163,6 +165,8 @@ def ingest_texts(
 
     ``chunk_metadata``, one entry per document (None for none), gives each chunk metadata of
     its own (see :data:`ChunkMetadata`).
+
+    ``limits`` holds the write to usage limits (see :meth:`Store.upsert_documents`).
     """
     if chunk_metadata is not None and len(chunk_metadata) != len(documents):
         raise InvalidInputError(
@@ -232,7 +236,7 @@ def ingest_texts(
         ]
         if progress is not None:
             progress("writing", 0, len(writes))
-        records = store.upsert_documents(collection, writes, create=create)
+        records = store.upsert_documents(collection, writes, create=create, limits=limits)
         for (position, _, _), record, (_, inputs) in zip(changed, records, writes, strict=True):
             results[position] = IngestResult(record, _stored_chunks(record, inputs))
     return [result for result in results if result is not None]

@@ -26,6 +26,7 @@ from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.filters import Filters
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.correction import Correction, QueryCorrection
+from rag_plugin.stores.usage import Usage, WriteLimits
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
@@ -308,6 +309,7 @@ class Store(ABC):
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
         *,
         create: bool = False,
+        limits: WriteLimits | None = None,
     ) -> list[DocumentRecord]:
         """Store several documents with their chunks in one step: all of them or none.
 
@@ -320,7 +322,16 @@ class Store(ABC):
         so a write that fails leaves no empty collection behind; one that exists must hold
         the same model and dimension (:func:`check_same_model`). Without it a missing
         collection raises ``CollectionNotFoundError``.
+
+        ``limits`` holds the write to the collection owner's and the store's limits
+        (:mod:`rag_plugin.stores.usage`): a write that would pass one raises
+        ``QuotaExceededError`` and changes nothing, checked atomically with the write.
         """
+
+    @abstractmethod
+    def usage(self, *, owner: str | None = None, everyone: bool = False) -> Usage:
+        """What the owner's collections hold (``owner=None``: the unowned ones), or with
+        ``everyone=True`` what the whole store holds."""
 
     @abstractmethod
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:

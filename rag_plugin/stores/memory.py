@@ -47,6 +47,7 @@ from rag_plugin.stores.base import (
     validate_collection_name,
 )
 from rag_plugin.stores.memory_collection import MemoryCollection, Vector, to_vector
+from rag_plugin.stores.usage import Usage, WriteLimits, check_usage
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = ["FILE_NAME", "MemoryStore"]
@@ -157,6 +158,7 @@ class MemoryStore(Store):
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
         *,
         create: bool = False,
+        limits: WriteLimits | None = None,
     ) -> list[DocumentRecord]:
         """Store documents and their chunks in one step, replacing those with the same source.
 
@@ -176,12 +178,41 @@ class MemoryStore(Store):
                 check_same_model(target.info, collection)
             check_distinct_sources(documents)
             checked = [_Checked.of(target, document, chunks) for document, chunks in documents]
+            if limits is not None and limits.any:
+                self._check_limits(target, checked, limits)
             created_at = datetime.now(UTC)
             records = [self._put(target, created_at, item) for item in checked]
             if target is planned:
                 self._collections[key] = target
             self._changed()
             return records
+
+    def usage(self, *, owner: str | None = None, everyone: bool = False) -> Usage:
+        """What the owner's collections hold, or all of them."""
+        with self._lock:
+            return self._usage(owner, everyone)
+
+    def _usage(self, owner: str | None, everyone: bool) -> Usage:
+        held = [c.usage() for (o, _), c in self._collections.items() if everyone or o == owner]
+        return sum(held, Usage())
+
+    def _check_limits(
+        self, target: MemoryCollection, checked: Sequence[_Checked], limits: WriteLimits
+    ) -> None:
+        """Raise before any change if the write would pass a limit (the store's lock makes
+        the check and the write one step)."""
+        added = Usage()
+        for item in checked:
+            texts = [chunk.content for chunk in item.chunks]
+            added += Usage(1, len(texts), sum(len(text.encode()) for text in texts))
+            added -= target.document_usage(target.document_for_source(item.document.source))
+        owner = target.info.owner
+        for name, wanted, everyone in (
+            (limits.owner_name, limits.owner, False),
+            (limits.store_name, limits.store, True),
+        ):
+            if wanted.any:
+                check_usage(name, wanted, self._usage(owner, everyone) + added, added)
 
     def _put(
         self, target: MemoryCollection, created_at: datetime, checked: _Checked

@@ -28,6 +28,7 @@ from rag_plugin.stores.base import (
     ScoredChunk,
     validate_collection_name,
 )
+from rag_plugin.stores.usage import Usage
 from rag_plugin.vectors import DistanceMetric, validate_embedding
 
 __all__ = ["MemoryCollection", "Vector", "to_vector"]
@@ -75,6 +76,22 @@ class MemoryCollection:
         return replace(
             self.info, document_count=len(self._documents), chunk_count=len(self._chunks)
         )
+
+    def usage(self) -> Usage:
+        """Documents, chunks and bytes of chunk text it holds."""
+        return Usage(
+            len(self._documents),
+            len(self._chunks),
+            sum(len(chunk.content.encode()) for chunk in self._chunks.values()),
+        )
+
+    def document_usage(self, document_id: str | None) -> Usage:
+        """What one stored document holds (nothing for None or an absent one)."""
+        found = self._documents.get(document_id) if document_id is not None else None
+        if found is None:
+            return Usage()
+        texts = [self._chunks[i].content for i in found.chunk_ids]
+        return Usage(1, len(texts), sum(len(text.encode()) for text in texts))
 
     # -- documents ---------------------------------------------------------------------
 

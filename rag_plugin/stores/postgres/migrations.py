@@ -367,6 +367,21 @@ _SIGNATURES: tuple[Step, ...] = (
     """,
 )
 
+# Bytes of chunk text per collection, beside its document and chunk counts, kept by every
+# write: an owner's usage, which quotas limit (SPEC O7), is then a sum over its few
+# collection rows, never a scan of its chunks.
+_TEXT_BYTES: tuple[Step, ...] = (
+    "ALTER TABLE {schema}.rag_collections ADD COLUMN text_bytes bigint NOT NULL DEFAULT 0",
+    """
+    UPDATE {schema}.rag_collections k SET text_bytes = s.bytes
+    FROM (
+        SELECT collection_id, sum(octet_length(content)) AS bytes
+        FROM {schema}.rag_chunks GROUP BY collection_id
+    ) s
+    WHERE s.collection_id = k.id
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "collections, documents, chunks, BM25 postings, vocabulary, cache", _INITIAL),
     Migration(2, "postings by impact (term, tf, dl) for exact top-k BM25", _IMPACT_INDEX),
@@ -385,5 +400,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, "deletion keys of long entries' prefixes; no trigram indexes", _LONG_KEYS),
     Migration(13, "chunk metadata for filters in a narrow table of its own", _CHUNK_FILTERS),
     Migration(14, "binary signatures of the chunks' vectors in the filter table", _SIGNATURES),
+    Migration(15, "bytes of chunk text per collection, for usage limits", _TEXT_BYTES),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -69,6 +69,7 @@ from rag_plugin.stores.postgres.rows import (
 )
 from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
 from rag_plugin.stores.prepared import prepare_document
+from rag_plugin.stores.usage import Usage, WriteLimits
 from rag_plugin.vectors import DistanceMetric, validate_embedding
 
 __all__ = ["PostgresStore"]
@@ -194,6 +195,11 @@ class PostgresStore(Store):
         )
         return [CollectionRow.from_row(row).info for row in rows]
 
+    def usage(self, *, owner: str | None = None, everyone: bool = False) -> Usage:
+        """What the owner's collections hold, or all of them: sums of their counters."""
+        with self._db.transaction() as conn:
+            return writes.owner_usage(conn, self._tables, owner, everyone=everyone)
+
     def delete_collection(self, name: str, *, owner: str | None = None) -> int:
         """Delete the collection and everything in it; return how many documents it had."""
         validate_collection_name(name)
@@ -211,9 +217,11 @@ class PostgresStore(Store):
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
         *,
         create: bool = False,
+        limits: WriteLimits | None = None,
     ) -> list[DocumentRecord]:
         """Store documents with their chunks in one transaction, replacing those whose source
-        is stored; with ``create=True`` the collection is created in it if missing.
+        is stored; with ``create=True`` the collection is created in it if missing; with
+        ``limits`` the usage is checked last, before the commit (:func:`writes.check_limits`).
 
         Three round trips however many documents: the collection lock with the replaced
         documents' lookup (after the insert of a missing collection), then every write in one
@@ -237,12 +245,14 @@ class PostgresStore(Store):
             ):
                 # The collection was recreated with other settings since the caller read it.
                 prepared = [prepare_document(row.info, d, c) for d, c in documents]
-            records = writes.write_documents(
+            records, added = writes.write_documents(
                 conn,
                 self._tables,
                 row,
                 [(stored.get(p.document.source), p) for p in prepared],
             )
+            if limits is not None and limits.any:
+                writes.check_limits(conn, self._tables, row.info.owner, limits, added)
         if new:
             try:
                 self._ensure_vector_index(row.info)

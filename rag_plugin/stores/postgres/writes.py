@@ -41,26 +41,31 @@ from rag_plugin.stores.postgres.rows import (
     packed_vectors,
 )
 from rag_plugin.stores.prepared import PreparedDocument
+from rag_plugin.stores.usage import Usage, UsageLimits, WriteLimits, check_usage
 
 __all__ = [
     "StoredDocument",
+    "check_limits",
     "delete_collection",
     "delete_document",
     "insert_collection",
     "lock_collection",
     "lock_for_sources",
     "lock_for_write",
+    "owner_usage",
     "write_documents",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
-    """A stored document a write replaces or deletes: its id, chunk count and Σdl."""
+    """A stored document a write replaces or deletes: its id, chunk count, Σdl and bytes of
+    chunk text."""
 
     id: str
     chunks: int
     length: int
+    text_bytes: int
 
 
 _LOCK = (
@@ -115,14 +120,16 @@ def lock_collection(
     return _locked_row(cursor, key)
 
 
-# The document's current chunk count and Σdl, for the statistics a replace or delete adjusts.
-# It joins the collection by name and owner, so it can be sent with the lock, before the
-# collection id is known; it runs after the lock is granted, so it sees every committed write.
+# The document's current chunk count, Σdl and text bytes, for the statistics a replace or
+# delete adjusts. It joins the collection by name and owner, so it can be sent with the lock,
+# before the collection id is known; it runs after the lock is granted, so it sees every
+# committed write.
 _STORED = (
-    "SELECT d.id, s.chunks, s.length, d.source FROM {documents} d"
+    "SELECT d.id, s.chunks, s.length, d.source, s.bytes FROM {documents} d"
     " JOIN {collections} k ON k.id = d.collection_id,"
-    " LATERAL (SELECT count(*), coalesce(sum(c.token_count), 0) FROM {chunks} c"
-    "  WHERE c.document_id = d.id) AS s(chunks, length)"
+    " LATERAL (SELECT count(*), coalesce(sum(c.token_count), 0),"
+    "  coalesce(sum(octet_length(c.content)), 0) FROM {chunks} c"
+    "  WHERE c.document_id = d.id) AS s(chunks, length, bytes)"
     " WHERE k.name = %s AND k.owner IS NOT DISTINCT FROM %s AND "
 )
 # The partial unique index on (collection_id, source) needs the ``<> ''`` predicate.
@@ -158,7 +165,7 @@ def lock_for_sources(
 
 
 def _stored(row: Sequence[Any]) -> StoredDocument:
-    return StoredDocument(str(row[0]), int(row[1]), int(row[2]))
+    return StoredDocument(str(row[0]), int(row[1]), int(row[2]), int(row[4]))
 
 
 def _remove_chunks(
@@ -185,7 +192,11 @@ def delete_document(
     _remove_chunks(conn, tables, row.id, document_id)
     conn.execute(tables("DELETE FROM {documents} WHERE id = %s"), (document_id,))
     _add_statistics(
-        conn, tables, row.id, documents=-1, chunks=-stored.chunks, length=-stored.length
+        conn,
+        tables,
+        row.id,
+        Usage(-1, -stored.chunks, -stored.text_bytes),
+        length=-stored.length,
     )
 
 
@@ -193,17 +204,17 @@ def _add_statistics(
     conn: psycopg.Connection[Any],
     tables: Tables,
     collection_id: int,
+    added: Usage,
     *,
-    documents: int,
-    chunks: int,
     length: int,
 ) -> None:
     conn.execute(
         tables(
             "UPDATE {collections} SET document_count = document_count + %s,"
-            " chunk_count = chunk_count + %s, token_count = token_count + %s WHERE id = %s"
+            " chunk_count = chunk_count + %s, text_bytes = text_bytes + %s,"
+            " token_count = token_count + %s WHERE id = %s"
         ),
-        (documents, chunks, length, collection_id),
+        (added.documents, added.chunks, added.text_bytes, length, collection_id),
     )
 
 
@@ -212,9 +223,9 @@ def write_documents(
     tables: Tables,
     row: CollectionRow,
     documents: Sequence[tuple[StoredDocument | None, PreparedDocument]],
-) -> list[DocumentRecord]:
+) -> tuple[list[DocumentRecord], Usage]:
     """Insert documents in a locked collection, each new or replacing the stored one (same
-    source); return their records in input order.
+    source); return their records in input order and what the write added to the usage.
 
     Reads nothing back, so in pipeline mode every statement goes out in one batch, and a
     batch of documents costs one statement per table (plus the removal of replaced ones'
@@ -260,15 +271,16 @@ def write_documents(
     )
     replaced = [existing for existing, _ in documents if existing is not None]
     added_length = _insert_chunks(conn, tables, row, created_at, placed)
-    _add_statistics(
-        conn,
-        tables,
-        row.id,
-        documents=len(placed) - len(replaced),
-        chunks=sum(len(p.chunks) for _, p in placed) - sum(e.chunks for e in replaced),
-        length=added_length - sum(e.length for e in replaced),
+    added = Usage(
+        len(placed) - len(replaced),
+        sum(len(p.chunks) for _, p in placed) - sum(e.chunks for e in replaced),
+        sum(len(c.chunk.content.encode()) for _, p in placed for c in p.chunks)
+        - sum(e.text_bytes for e in replaced),
     )
-    return [
+    _add_statistics(
+        conn, tables, row.id, added, length=added_length - sum(e.length for e in replaced)
+    )
+    records = [
         DocumentRecord(
             id=document_id,
             collection=row.info.name,
@@ -282,6 +294,7 @@ def write_documents(
         )
         for document_id, prepared in placed
     ]
+    return records, added
 
 
 def _insert_chunks(
@@ -383,3 +396,55 @@ def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: Collec
     ):
         conn.execute(tables(template), (row.id,))
     return row.info.document_count
+
+
+# The usage of one owner's collections (%s: the owner, NULL for the unowned) and of all.
+_OWNER_USAGE = (
+    "SELECT coalesce(sum(document_count), 0), coalesce(sum(chunk_count), 0),"
+    " coalesce(sum(text_bytes), 0) FROM {collections} WHERE owner IS NOT DISTINCT FROM %s"
+)
+_STORE_USAGE = (
+    "SELECT coalesce(sum(document_count), 0), coalesce(sum(chunk_count), 0),"
+    " coalesce(sum(text_bytes), 0) FROM {collections}"
+)
+
+
+def owner_usage(
+    conn: psycopg.Connection[Any], tables: Tables, owner: str | None, *, everyone: bool
+) -> Usage:
+    """What the owner's collections hold, or with ``everyone`` all of the schema's."""
+    cursor = (
+        conn.execute(tables(_STORE_USAGE))
+        if everyone
+        else conn.execute(tables(_OWNER_USAGE), (owner,))
+    )
+    row = cursor.fetchone()
+    assert row is not None  # an aggregate always returns its row
+    return Usage(int(row[0]), int(row[1]), int(row[2]))
+
+
+def check_limits(
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    owner: str | None,
+    limits: WriteLimits,
+    added: Usage,
+) -> None:
+    """Check a write's limits after its changes, inside its transaction.
+
+    A transaction-scoped advisory lock per owner (then one for the store) makes limited
+    writers take turns from here to their commit, which follows at once; each reads the
+    usage after taking it, so it sees every write that passed before it (READ COMMITTED: a
+    statement sees what committed before it began) plus its own. Writers to other owners
+    only meet at the store's lock, and only when the store has limits.
+    """
+    checks: list[tuple[str, UsageLimits, str, bool]] = [
+        (limits.owner_name, limits.owner, f"rag-usage:{tables.schema}:owner:{owner}", False),
+        (limits.store_name, limits.store, f"rag-usage:{tables.schema}:store", True),
+    ]
+    for scope, wanted, lock_name, everyone in checks:
+        if not wanted.any:
+            continue
+        # A hash collision between two names only makes their writers take turns.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_name,))
+        check_usage(scope, wanted, owner_usage(conn, tables, owner, everyone=everyone), added)

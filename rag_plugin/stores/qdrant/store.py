@@ -24,6 +24,7 @@ from qdrant_client import models
 from rag_plugin.exceptions import (
     CollectionExistsError,
     CollectionNotFoundError,
+    ConfigurationError,
     DocumentNotFoundError,
     InvalidInputError,
 )
@@ -60,9 +61,16 @@ from rag_plugin.stores.qdrant.space import (
     payload_of,
 )
 from rag_plugin.stores.qdrant.writes import QdrantWrites
+from rag_plugin.stores.usage import Usage, WriteLimits
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = ["QdrantStore"]
+
+
+_NO_USAGE = ConfigurationError(
+    "The Qdrant store keeps no usage and cannot enforce usage limits; use the PostgreSQL store "
+    "for quotas on stored documents."
+)
 
 
 class QdrantStore(QdrantWrites, QdrantLegs, Store):
@@ -187,9 +195,13 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
         *,
         create: bool = False,
+        limits: WriteLimits | None = None,
     ) -> list[DocumentRecord]:
         """Store documents and their chunks, replacing those with the same source (see the
-        module docstring for what happens on a crash)."""
+        module docstring for what happens on a crash). Usage ``limits`` are refused: Qdrant
+        has no transaction in which to check them against concurrent writes."""
+        if limits is not None and limits.any:
+            raise _NO_USAGE
         validate_collection_name(collection.name)
         planned = settled_collection(collection) if create else None
         check_distinct_sources(documents)
@@ -208,6 +220,10 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
                 self._put_collection(info)
             key = collection_point_id(self._namespace, info.owner, info.name)
             return [self._write(info, key, item) for item in prepared]
+
+    def usage(self, *, owner: str | None = None, everyone: bool = False) -> Usage:
+        """Not kept by this store (see :meth:`upsert_documents`)."""
+        raise _NO_USAGE
 
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""

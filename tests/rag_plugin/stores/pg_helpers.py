@@ -156,7 +156,21 @@ def statistics_mismatches(
             ).format(table("documents")),
             (collection_id,),
         ).fetchone()
+        # From migration 15: the bytes of chunk text the collection holds.
+        stored_bytes = conn.execute(
+            sql.SQL(
+                "SELECT to_jsonb(k) -> 'text_bytes', (SELECT coalesce(sum(octet_length(content)),"
+                " 0) FROM {} WHERE collection_id = k.id) FROM {} k WHERE k.id = %s"
+            ).format(table("chunks"), table("collections")),
+            (collection_id,),
+        ).fetchone()
     problems: list[str] = []
+    if (
+        stored_bytes is not None
+        and stored_bytes[0] is not None
+        and (int(stored_bytes[0]) != int(stored_bytes[1]))
+    ):
+        problems.append(f"text_bytes {stored_bytes[0]} != {stored_bytes[1]}")
     expected_postings: set[tuple[int, str, int, int]] = set()
     df: Counter[str] = Counter()
     total = 0
@@ -218,21 +232,40 @@ def statistics_mismatches(
     return problems
 
 
+def downgrade_to_version_14(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Undo migration 15 in ``schema``: no bytes of text on the collection rows."""
+    conn.execute(
+        sql.SQL("ALTER TABLE {schema}.rag_collections DROP COLUMN text_bytes").format(
+            schema=sql.Identifier(schema)
+        )
+    )
+    conn.execute(
+        sql.SQL("DELETE FROM {schema}.rag_schema_version WHERE version >= 15").format(
+            schema=sql.Identifier(schema)
+        )
+    )
+
+
 def downgrade_to_version_13(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Undo migration 14 in ``schema``: the filter table without the vectors' signatures."""
+    """Undo migrations 14 and 15 in ``schema``: the filter table without the vectors'
+    signatures."""
 
     def run(statement: str) -> None:
         conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
 
+    downgrade_to_version_14(conn, schema)
     run("ALTER TABLE {schema}.rag_chunk_filters DROP COLUMN signature")
     run("DELETE FROM {schema}.rag_schema_version WHERE version >= 14")
 
 
 def downgrade_to_version_12(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Undo migration 13 in ``schema``: no filter table, the GIN index on the chunk rows."""
+    """Undo migration 13 (and later ones) in ``schema``: no filter table, the GIN index on
+    the chunk rows."""
 
     def run(statement: str) -> None:
         conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+    downgrade_to_version_14(conn, schema)
 
     run("DROP TABLE {schema}.rag_chunk_filters")
     run(

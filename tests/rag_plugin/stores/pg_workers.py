@@ -5,6 +5,7 @@ They live in an importable module (not the test files) so that ``spawn`` childre
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import traceback
 from multiprocessing.synchronize import Event
@@ -74,3 +75,29 @@ def ingest_forever(dsn: str, schema: str, chunks: int) -> None:
         _, inputs = chunk_inputs(texts, embedder.embed(texts))
         store.upsert_document(collection, DocumentInput(source=f"doc{number}"), inputs)
         number += 1
+
+
+def ingest_limited(dsn: str, schema: str, worker: int, documents: int, limit: int) -> None:
+    """Try to ingest ``documents`` one-chunk documents into its owner's own collection, each
+    under an owner limit of ``limit`` documents, counting the refusals on stdout."""
+    from rag_plugin.exceptions import QuotaExceededError
+    from rag_plugin.stores.usage import UsageLimits, WriteLimits
+
+    try:
+        store = PostgresStore(dsn, schema=schema, create_schema=False)
+        collection = store.get_collection(f"mine{worker}", owner="user:racer")
+        embedder = FakeEmbedder(dimensions=DIMENSIONS)
+        limits = WriteLimits(owner=UsageLimits(documents=limit))
+        for number in range(documents):
+            texts = document_texts(worker, number, 1)
+            _, inputs = chunk_inputs(texts, embedder.embed(texts))
+            with contextlib.suppress(QuotaExceededError):
+                store.upsert_documents(
+                    collection,
+                    [(DocumentInput(source=f"w{worker}/doc{number}"), inputs)],
+                    limits=limits,
+                )
+        store.close()
+    except BaseException:
+        traceback.print_exc()
+        sys.exit(1)

@@ -15,9 +15,10 @@ from rag_plugin.stores.memory import FILE_NAME, MemoryStore
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
 from tests.rag_plugin.stores.store_contract import CORPUS, StoreContract, chunk_inputs
+from tests.rag_plugin.stores.usage_contract import UsageContract
 
 
-class TestMemoryStore(StoreContract):
+class TestMemoryStore(StoreContract, UsageContract):
     @pytest.fixture
     def store(self) -> Store:
         return MemoryStore()

@@ -55,3 +55,33 @@ def test_four_writers_and_two_readers_lose_nothing(dsn: str, pg_schema: str) -> 
     hits = store.bm25(collection, "alpha", 1000)
     assert len(hits) == WRITERS * DOCUMENTS * CHUNKS
     store.close()
+
+
+def test_writers_racing_past_a_limit_land_exactly_the_limit(dsn: str, pg_schema: str) -> None:
+    """Four processes write into four collections of one owner at once, each write held to
+    the owner's limit of 10 documents: exactly 10 land, whoever wins, and the counters agree
+    with the rows."""
+    store = PostgresStore(dsn, schema=pg_schema)
+    for worker in range(WRITERS):
+        store.create_collection(
+            f"mine{worker}",
+            dimensions=pg_workers.DIMENSIONS,
+            embedding_model="fake-8",
+            owner="user:racer",
+        )
+    context = multiprocessing.get_context("spawn")
+    writers = [
+        context.Process(target=pg_workers.ingest_limited, args=(dsn, pg_schema, worker, 8, 10))
+        for worker in range(WRITERS)
+    ]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(timeout=120)
+    assert [p.exitcode for p in writers] == [0] * WRITERS
+    assert store.usage(owner="user:racer").documents == 10
+    landed = sum(c.document_count for c in store.list_collections(owner="user:racer"))
+    assert landed == 10
+    for worker in range(WRITERS):
+        assert statistics_mismatches(dsn, pg_schema, f"mine{worker}", "user:racer") == []
+    store.close()

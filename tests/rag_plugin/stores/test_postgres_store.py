@@ -31,12 +31,14 @@ from .pg_helpers import (
     downgrade_to_version_11,
     downgrade_to_version_12,
     downgrade_to_version_13,
+    downgrade_to_version_14,
     statistics_mismatches,
 )
 from .store_contract import CORPUS, StoreContract, chunk_inputs
+from .usage_contract import UsageContract
 
 
-class TestPostgresStore(StoreContract):
+class TestPostgresStore(StoreContract, UsageContract):
     """The contract with the default plan choice (exact for these small collections)."""
 
     @pytest.fixture
@@ -262,6 +264,23 @@ def test_migration_14_gives_every_filter_row_its_vectors_signature(
     where = filters_from_json({"filters": [{"key": "n", "operator": "in", "value": [0, 2]}]})
     hits = store.dense(collection, [1.0, 0.0, 0.0], 2, where)
     assert [h.chunk.content for h in hits] == ["c", "a"]
+
+
+def test_migration_15_counts_the_text_bytes_each_collection_holds(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    texts = ["naïve café", "plain", "ünïcödé text"]
+    for name, owner in (("docs", "user:1"), ("docs", None), ("empty", None)):
+        collection = store.create_collection(name, dimensions=2, embedding_model="m", owner=owner)
+        if name == "docs":
+            _, chunks = chunk_inputs(texts, [[1.0, float(i)] for i in range(3)])
+            store.upsert_document(collection, DocumentInput(source="a"), chunks)
+    filter_rows_after_migrating(dsn, pg_schema, downgrade_to_version_14, "SELECT 1")
+    expected = sum(len(t.encode()) for t in texts)
+    assert store.usage(owner="user:1").text_bytes == expected
+    assert store.usage(everyone=True).text_bytes == 2 * expected
+    assert statistics_mismatches(dsn, pg_schema, "docs", "user:1") == []
+    assert statistics_mismatches(dsn, pg_schema, "empty") == []
 
 
 def test_the_legs_of_a_hybrid_search_read_the_filters_matching_ids_once(

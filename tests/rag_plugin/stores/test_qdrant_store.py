@@ -13,6 +13,7 @@ from rag_plugin.filters import FilterCondition, FilterGroup, as_expression, matc
 from rag_plugin.filters import FilterOperator as Op
 from rag_plugin.stores.base import DocumentInput, Store
 from rag_plugin.stores.qdrant import QdrantStore
+from rag_plugin.stores.usage import UsageLimits, WriteLimits
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
 from tests.rag_plugin.stores.filter_contract import leaf
@@ -304,4 +305,19 @@ def test_numbers_no_double_holds_are_decided_in_python() -> None:
             )
             found = sorted(hit.chunk.id for hit in store.bm25(collection, "heron", 9, expression))
             assert found == expected, (value, operator)
+    store.close()
+
+
+def test_usage_limits_are_refused_by_a_store_that_keeps_no_usage() -> None:
+    store = QdrantStore(location=":memory:")
+    collection = store.create_collection("docs", dimensions=8, embedding_model="fake-8")
+    with pytest.raises(ConfigurationError, match="PostgreSQL store"):
+        store.upsert_documents(
+            collection,
+            [(DocumentInput(source="a"), [])],
+            limits=WriteLimits(owner=UsageLimits(documents=1)),
+        )
+    with pytest.raises(ConfigurationError, match="keeps no usage"):
+        store.usage(owner=None)
+    assert store.list_documents(collection) == []
     store.close()
