@@ -119,10 +119,14 @@ def profile_context(
     collections: Sequence[RequestedCollection] = (),
     overrides: dict[str, Any] | None = None,
     resolved: ResolvedRequest | None = None,
+    explain: bool = False,
+    read_only: bool = False,
 ) -> ProfileContext:
     """Retrieve the best chunks for ``query`` and number them as context and sources.
 
     ``resolved``: the request already resolved (the chat does that before its LLM call).
+    ``explain``: the retrieval carries its explanation (legs, fusion, order before the
+    rerank). ``read_only``: nothing is written, not even the query's embedding to the cache.
     """
     started = time.perf_counter()
     if resolved is None:
@@ -132,9 +136,9 @@ def profile_context(
     refs, skipped, library_profile = resolved.refs, resolved.skipped, resolved.library_profile
     scope = scope_for(user=user, collection=None)
     retriever = MultiCollectionRetriever(
-        CollectionSearcher(scope.store, embedder_for(scope.schema_name))
+        CollectionSearcher(scope.store, embedder_for(scope.schema_name, read_only=read_only))
     )
-    retrieval = retriever.run(query, refs, library_profile) if refs else None
+    retrieval = retriever.run(query, refs, library_profile, explain=explain) if refs else None
     result = (
         retrieval
         if retrieval is not None
