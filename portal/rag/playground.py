@@ -46,6 +46,8 @@ SHARED = "shared"
 ROWS_SHOWN = 20
 """The first rows of each leg's list and of each fused list that the playground shows."""
 EXCERPT_CHARS = 160
+LEG_NAMES = {"semantic": "dense", "bm25": "BM25", "fuzzy": "fuzzy"}
+"""How the page names each leg (the library names the dense leg after its strategy)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ class LegRow:
 @dataclass(frozen=True)
 class LegView:
     leg: str
+    name: str
     query: str
     weight: float | None
     rows: list[LegRow]
@@ -127,6 +130,7 @@ class LegView:
 @dataclass(frozen=True)
 class Contribution:
     leg: str
+    name: str
     rank: int
     weight: float
     value: float
@@ -359,7 +363,8 @@ def _leg_view(ranking: LegRanking, fused: dict[str, int], numbers: dict[str, int
         LegRow(hit.rank, hit.score, _chunk_view(hit.chunk, numbers), fused.get(hit.id))
         for hit in ranking.hits[:ROWS_SHOWN]
     ]
-    return LegView(ranking.leg.value, ranking.query, ranking.weight, rows, len(ranking.hits))
+    leg = ranking.leg.value
+    return LegView(leg, LEG_NAMES[leg], ranking.query, ranking.weight, rows, len(ranking.hits))
 
 
 def _collection_view(
@@ -379,7 +384,7 @@ def _collection_view(
             hit.normalized_score,
             _chunk_view(hit.chunk, numbers),
             [
-                Contribution(c.leg.value, c.rank, c.weight, c.value)
+                Contribution(c.leg.value, LEG_NAMES[c.leg.value], c.rank, c.weight, c.value)
                 for c in (explanation.contributions_of(hit.id) if explanation else ())
             ],
         )

@@ -146,7 +146,11 @@ def test_the_page_explains_a_profile_and_writes_nothing(
     assert page.context["error"] == ""
     (view,) = result.collections
     assert view.label == shared
-    assert [leg.leg for leg in view.legs] == ["semantic", "bm25", "fuzzy"]
+    assert [(leg.leg, leg.name) for leg in view.legs] == [
+        ("semantic", "dense"),
+        ("bm25", "BM25"),
+        ("fuzzy", "fuzzy"),
+    ]
     assert [leg.weight for leg in view.legs] == [0.5, 0.5, 0.1]
     bm25 = view.legs[1]
     assert [row.chunk.title for row in bm25.rows][:2] == ["Refunds", "Invoices"]
