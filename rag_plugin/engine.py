@@ -357,8 +357,7 @@ class CollectionSearcher:
         found_by_leg = _run_legs([run for run, _, _ in runs], concurrent)
         legs = [(found, w) for found, (_, w, _) in zip(found_by_leg, runs, strict=True)]
         chunks = {hit.chunk.id: hit.chunk for found, _ in legs for hit in found}
-        ranked = [([hit.chunk.id for hit in found], w) for found, w in legs]
-        fused = fusion.fuse(ranked)
+        fused = fusion.fuse([([hit.chunk.id for hit in found], w) for found, w in legs])
         ceiling = fusion.max_score(weights)
         # ``fuse`` already returns each id once, best first, with its own deterministic tie
         # rule (best rank in any leg, then id); rank_results' threshold and cut keep that order.
