@@ -1,5 +1,5 @@
-"""Tenant-admin pages for RAG data (SPEC T5, F3): browse collections and documents, upload
-files into the tenant's shared collections, re-index and delete.
+"""Tenant-admin pages for RAG data (SPEC T5, F3, T6): browse collections and documents, upload
+files into the tenant's shared collections, re-index and delete, and the retrieval playground.
 
 The data lives in the tenant's RAG store, not in Django models, so these are plain admin
 views wrapped by ``admin.site.admin_view`` (staff only) rather than ModelAdmins. Uploads and
@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -27,12 +27,22 @@ from portal.api.files import download
 from portal.rag import audit
 from portal.rag.files import collection_original, collection_originals, files_forget
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
+from portal.rag.playground import (
+    PlaygroundCollection,
+    PlaygroundQuery,
+    PlaygroundResult,
+    playground_collections,
+    playground_profiles,
+    playground_run,
+    playground_users,
+)
 from portal.rag.runtime import store_for
 from portal.rag.scope import owner_for
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.citations import metadata_pages, page_label
-from rag_plugin.exceptions import NotFoundError, RagError
+from rag_plugin.exceptions import InvalidInputError, NotFoundError, RagError
 from rag_plugin.files import SUPPORTED_MEDIA_TYPES
+from rag_plugin.rerank import RerankMode
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Store
 from tenants.models import IngestJob, StoredFile
 
@@ -323,9 +333,64 @@ def file_view(request: HttpRequest, owner: str, name: str, document_id: str) -> 
     return download(original)
 
 
+@require_http_methods(["GET"])
+def playground_view(request: HttpRequest) -> HttpResponse:
+    """The retrieval playground (SPEC T6): a question run as the context endpoint runs it,
+    each leg's ranked list, the fusion, the rerank and the numbered context; read-only, so a
+    GET form (a run can be bookmarked and shared)."""
+    _store(request)
+    form = request.GET
+    result: PlaygroundResult | None = None
+    error = ""
+    if "q" in form:
+        try:
+            result = playground_run(actor=_admin(request), request=_playground_query(form))
+        except RagError as exc:
+            error = str(exc)
+    collections = playground_collections()
+    chosen = set(form.getlist("collection"))
+    return render(
+        request,
+        "admin/rag/playground.html",
+        _context(
+            request,
+            "Retrieval playground",
+            form=form,
+            profiles=playground_profiles(),
+            users=playground_users(),
+            collections=[(c, c.value in chosen) for c in collections],
+            rerank_modes=[mode.value for mode in RerankMode],
+            result=result,
+            error=error,
+            me=request.user.pk,
+        ),
+    )
+
+
+def _playground_query(form: QueryDict) -> PlaygroundQuery:
+    """The playground's question and settings from its form; unreadable values are refused."""
+    as_user = form.get("as_user", "")
+    k = form.get("k", "").strip()
+    if as_user and not as_user.isdigit():
+        raise InvalidInputError(f"'As user' must be a user of this tenant, got {as_user!r}.")
+    if k and not k.isdigit():
+        raise InvalidInputError(f"Passages (k) must be a whole number from 1 to 100, got {k!r}.")
+    return PlaygroundQuery(
+        query=form.get("q", ""),
+        profile=form.get("profile") or None,
+        as_user_id=int(as_user) if as_user else None,
+        collections=[PlaygroundCollection.parse(value) for value in form.getlist("collection")],
+        correct_typos=form.get("correct_typos") == "on",
+        filters_json=form.get("filters", ""),
+        rerank=form.get("rerank") or None,
+        retrieval_k=int(k) if k else None,
+    )
+
+
 urlpatterns = [
     path("", admin.site.admin_view(collections_view), name="rag-admin-collections"),
     path("upload/", admin.site.admin_view(upload_view), name="rag-admin-upload"),
+    path("playground/", admin.site.admin_view(playground_view), name="rag-admin-playground"),
     path(
         "<slug:owner>/<str:name>/",
         admin.site.admin_view(collection_view),

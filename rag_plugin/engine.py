@@ -34,6 +34,9 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
   shared thread pool. Results are collected in leg order, so the fusion, and the error raised
   when a leg fails, are those of running them one after another. Other stores (the in-memory
   one computes in this process, under the GIL) run them in turn.
+- **Explanation** (``explain=True``): the outcome also carries each leg's ranked list as it
+  was fused and each returned hit's per-leg contributions (:mod:`rag_plugin.explain`); the
+  hits are the same as without it, and a search that does not ask does none of that work.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from dataclasses import dataclass
 
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
+from rag_plugin.explain import SearchExplanation, explain_fusion, explain_single
 from rag_plugin.filters import shared_filters
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights, RrfFusion, SearchResult, rank_results
 from rag_plugin.rerank import Reranker, RerankInfo
@@ -175,6 +179,9 @@ class SearchOutcome:
     query: str
     corrected_query: str | None = None
     corrections: tuple[Correction, ...] = ()
+    explanation: SearchExplanation | None = None
+    """Each leg's ranked list and the hits' contributions, when the search was asked to
+    explain itself."""
 
 
 class CollectionSearcher:
@@ -204,6 +211,7 @@ class CollectionSearcher:
         query_vector: Sequence[float] | None = None,
         lexical_query: str | None = None,
         candidates: int | None = None,
+        explain: bool = False,
     ) -> SearchOutcome:
         """Return the ``top_k`` best chunks of ``collection`` for ``query`` by ``strategy``.
 
@@ -217,6 +225,7 @@ class CollectionSearcher:
         vector store query carries one), so the query is not embedded again.
         ``lexical_query``, when given, is what the BM25 and fuzzy legs search for (an
         expanded query); the dense leg still embeds ``query``.
+        ``explain`` adds the outcome's :attr:`~SearchOutcome.explanation`.
         """
         chosen = SearchStrategy.parse(strategy) if isinstance(strategy, str) else strategy
         if not isinstance(query, str) or not query.strip():
@@ -239,7 +248,7 @@ class CollectionSearcher:
         weights = weights if weights is not None else HybridWeights()
         fusion = RrfFusion(k=rrf_k)  # validates k before any work is done
         if top_k == 0:
-            return SearchOutcome((), chosen, query)
+            return SearchOutcome((), chosen, query, explanation=_NOTHING if explain else None)
 
         lexical_query = query if lexical_query is None else lexical_query
         corrected = None
@@ -250,8 +259,9 @@ class CollectionSearcher:
                 lexical_query = corrected = correction.query
                 corrections = correction.corrections
 
+        explanation = None
         if chosen is SearchStrategy.HYBRID:
-            hits = self._hybrid(
+            hits, explanation = self._hybrid(
                 collection,
                 query,
                 lexical_query,
@@ -262,6 +272,7 @@ class CollectionSearcher:
                 fusion,
                 query_vector,
                 candidates if candidates is not None else hybrid_candidates(top_k),
+                explain,
             )
         else:
             if chosen is SearchStrategy.SEMANTIC:
@@ -276,7 +287,10 @@ class CollectionSearcher:
                 threshold,
                 top_k,
             )
-        return SearchOutcome(tuple(hits), chosen, query, corrected, corrections)
+            if explain:
+                leg_query = query if chosen is SearchStrategy.SEMANTIC else lexical_query
+                explanation = explain_single(chosen, leg_query, found)
+        return SearchOutcome(tuple(hits), chosen, query, corrected, corrections, explanation)
 
     def embedder_for(self, collection: CollectionInfo) -> Embedder:
         """The embedder for ``collection``; raise if its model or dimension differs (E6)."""
@@ -310,35 +324,56 @@ class CollectionSearcher:
         fusion: RrfFusion,
         vector: Sequence[float] | None,
         n: int,
-    ) -> list[SearchHit]:
+        explain: bool,
+    ) -> tuple[list[SearchHit], SearchExplanation | None]:
         fuzzy_n = min(n, 2 * top_k)
         filters = shared_filters(filters)  # the legs share what one of them learns about it
-        runs: list[tuple[_Leg, float]] = []
+        runs: list[tuple[_Leg, float, SearchStrategy]] = []
         if weights.semantic > 0:
             runs.append(
-                (lambda: self._dense(collection, query, n, filters, vector), weights.semantic)
+                (
+                    lambda: self._dense(collection, query, n, filters, vector),
+                    weights.semantic,
+                    SearchStrategy.SEMANTIC,
+                )
             )
         if weights.bm25 > 0:
             runs.append(
-                (lambda: self.store.bm25(collection, lexical_query, n, filters), weights.bm25)
+                (
+                    lambda: self.store.bm25(collection, lexical_query, n, filters),
+                    weights.bm25,
+                    SearchStrategy.BM25,
+                )
             )
         if weights.fuzzy > 0:
             runs.append(
                 (
                     lambda: self.store.fuzzy(collection, lexical_query, fuzzy_n, filters),
                     weights.fuzzy,
+                    SearchStrategy.FUZZY,
                 )
             )
         concurrent = self.store.concurrent_legs
-        found_by_leg = _run_legs([run for run, _ in runs], concurrent)
-        legs = [(found, w) for found, (_, w) in zip(found_by_leg, runs, strict=True)]
+        found_by_leg = _run_legs([run for run, _, _ in runs], concurrent)
+        legs = [(found, w) for found, (_, w, _) in zip(found_by_leg, runs, strict=True)]
         chunks = {hit.chunk.id: hit.chunk for found, _ in legs for hit in found}
         fused = fusion.fuse([([hit.chunk.id for hit in found], w) for found, w in legs])
         ceiling = fusion.max_score(weights)
         # ``fuse`` already returns each id once, best first, with its own deterministic tie
         # rule (best rank in any leg, then id); rank_results' threshold and cut keep that order.
         kept = [(chunk_id, raw) for chunk_id, raw in fused if raw / ceiling >= threshold]
-        return [SearchHit(chunks[i], raw, raw / ceiling) for i, raw in kept[:top_k]]
+        hits = [SearchHit(chunks[i], raw, raw / ceiling) for i, raw in kept[:top_k]]
+        if not explain:
+            return hits, None
+        explained = [
+            (leg, query if leg is SearchStrategy.SEMANTIC else lexical_query, w, found)
+            for found, (_, w, leg) in zip(found_by_leg, runs, strict=True)
+        ]
+        return hits, explain_fusion(fusion, explained, [hit.id for hit in hits])
+
+
+_NOTHING = SearchExplanation(())
+"""The explanation of a search that ran no leg (``top_k=0``)."""
 
 
 def hybrid_candidates(top_k: int) -> int:

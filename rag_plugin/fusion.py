@@ -20,7 +20,7 @@ sharpens the top ranks.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "SEED_RRF_K",
     "SEED_WEIGHTS",
     "HybridWeights",
+    "RrfContribution",
     "RrfFusion",
     "SearchResult",
     "max_score",
@@ -90,11 +91,27 @@ def _validate_k(k: float) -> float:
     return float(k)
 
 
+def _check_weight(weight: float) -> None:
+    if isinstance(weight, bool) or not math.isfinite(weight) or weight < 0:
+        raise InvalidInputError(f"RRF weights must be finite and >= 0, got {weight!r}.")
+
+
 def max_score(weights: HybridWeights | Iterable[float], rrf_k: float = DEFAULT_RRF_K) -> float:
     """The highest fused score possible, ``Σw / (k + 1)``: rank 1 in every list."""
     k = _validate_k(rrf_k)
     values = weights.as_tuple() if isinstance(weights, HybridWeights) else tuple(weights)
     return math.fsum(values) / (k + 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RrfContribution:
+    """What the ``list_index``-th ranked list added to an id's fused score: the term
+    ``weight / (k + rank)`` of :meth:`RrfFusion.fuse`'s sum."""
+
+    list_index: int
+    rank: int
+    weight: float
+    value: float
 
 
 class RrfFusion:
@@ -115,8 +132,7 @@ class RrfFusion:
         contributions: dict[str, list[float]] = {}
         best_rank: dict[str, int] = {}
         for ids, weight in ranked:
-            if isinstance(weight, bool) or not math.isfinite(weight) or weight < 0:
-                raise InvalidInputError(f"RRF weights must be finite and >= 0, got {weight!r}.")
+            _check_weight(weight)
             if weight == 0:
                 continue
             seen: set[str] = set()
@@ -129,6 +145,29 @@ class RrfFusion:
         fused = [(doc_id, math.fsum(parts)) for doc_id, parts in contributions.items()]
         fused.sort(key=lambda pair: (-pair[1], best_rank[pair[0]], pair[0]))
         return fused
+
+    def contributions(
+        self, ranked: Sequence[tuple[Sequence[str], float]], ids: Collection[str]
+    ) -> dict[str, tuple[RrfContribution, ...]]:
+        """The terms of :meth:`fuse`'s sum for each of ``ids``, in list order.
+
+        The same terms, computed the same way, so ``math.fsum`` of an id's values is exactly
+        its fused score. A separate pass over the lists: :meth:`fuse` does none of this work.
+        """
+        found: dict[str, list[RrfContribution]] = {}
+        for index, (list_ids, weight) in enumerate(ranked):
+            _check_weight(weight)
+            if weight == 0:
+                continue
+            seen: set[str] = set()
+            for rank, doc_id in enumerate(list_ids, start=1):
+                if doc_id in seen:
+                    continue
+                seen.add(doc_id)
+                if doc_id in ids:
+                    value = weight / (self.k + rank)
+                    found.setdefault(doc_id, []).append(RrfContribution(index, rank, weight, value))
+        return {doc_id: tuple(parts) for doc_id, parts in found.items()}
 
     def max_score(self, weights: HybridWeights | Iterable[float]) -> float:
         """The highest fused score possible with these weights, ``Σw / (k + 1)``."""

@@ -56,6 +56,8 @@ class RetrievalProfile:
     ``RAG_RERANK_MODE``. ``rerank_alpha=None`` reads ``RAG_RERANK_ALPHA`` (default 0.15).
     ``vision`` says whether the answering model reads images. ``expand_query`` (hybrid only)
     expands the lexical legs' query with ``language``'s stopwords and the ``synonyms`` table.
+    ``correct_typos`` (hybrid only) corrects the lexical legs' words against each
+    collection's vocabulary, as the engine's typo correction does for one search.
     ``include_sources`` is for the caller: whether its response lists the sources.
     """
 
@@ -72,6 +74,7 @@ class RetrievalProfile:
     language: str = "english"
     synonyms: Mapping[str, Sequence[str]] = field(default_factory=dict)
     filters: Filters | None = None
+    correct_typos: bool = False
 
     def __post_init__(self) -> None:
         k = self.retrieval_k
@@ -83,7 +86,7 @@ class RetrievalProfile:
             raise InvalidInputError(
                 f"min_relevance must be a number from 0 to 1, got {self.min_relevance!r}."
             )
-        for name in ("include_sources", "vision", "expand_query"):
+        for name in ("include_sources", "vision", "expand_query", "correct_typos"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInputError(
                     f"{name} must be true or false, got {getattr(self, name)!r}."
@@ -106,6 +109,11 @@ class RetrievalProfile:
         if self.expand_query and strategy is not SearchStrategy.HYBRID:
             raise InvalidInputError(
                 "expand_query expands the lexical legs, so it needs the hybrid strategy; "
+                f"this profile uses {strategy.value}."
+            )
+        if self.correct_typos and strategy is not SearchStrategy.HYBRID:
+            raise InvalidInputError(
+                "correct_typos corrects the lexical legs, so it needs the hybrid strategy; "
                 f"this profile uses {strategy.value}."
             )
         # Built once here: it validates language and synonyms and copies the caller's table.

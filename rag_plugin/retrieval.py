@@ -30,6 +30,11 @@ hybrid search only; the dense leg embeds the question as asked. Every search, ex
 not, is one :meth:`CollectionSearcher.search <rag_plugin.engine.CollectionSearcher.search>`
 (its ``lexical_query``), so there is one fusion: weighted RRF, ``2·candidate_k`` per leg,
 normalised by ``Σw/(k+1)``.
+
+**Explanation** (``run(..., explain=True)``, a retrieval playground's view): the result also
+carries each collection's explained search (:class:`CollectionSearch`: its legs' ranked lists
+and the fused hits' contributions) and the list the reranker was given, so the rerank's
+effect is each chunk's rank before and after. The chunks are the same as without it.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_plugin.engine import CollectionSearcher, SearchHit
+from rag_plugin.engine import CollectionSearcher, SearchHit, SearchOutcome
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.fusion import DEFAULT_RRF_K
 from rag_plugin.profiles import (
@@ -61,7 +66,9 @@ __all__ = [
     "MAX_RETRIEVAL_K",
     "CollectionFailure",
     "CollectionRef",
+    "CollectionSearch",
     "MultiCollectionRetriever",
+    "RetrievalExplanation",
     "RetrievalProfile",
     "RetrievalResult",
     "RetrievedChunk",
@@ -176,6 +183,38 @@ class CollectionFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class CollectionSearch:
+    """One collection's search in an explained retrieval: its weight and the engine's
+    outcome, whose :attr:`~rag_plugin.engine.SearchOutcome.explanation` has the legs."""
+
+    collection: CollectionInfo
+    label: str
+    weight: float
+    priority: int
+    outcome: SearchOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalExplanation:
+    """How an explained retrieval reached its chunks."""
+
+    searches: tuple[CollectionSearch, ...]
+    """Each collection searched, in search (priority) order; failed ones are not here."""
+    candidates: tuple[RetrievedChunk, ...]
+    """Every collection's chunks merged by weighted score, the first ``candidate_k``."""
+    before_rerank: tuple[RetrievedChunk, ...]
+    """What the reranker was given, in order: the candidates that reached
+    ``min_relevance`` (or the first ``final_k`` of them, on the fallback)."""
+
+    def rank_before_rerank(self, chunk_id: str) -> int | None:
+        """The chunk's rank (from 1) in the list the reranker was given, if it was there."""
+        for rank, chunk in enumerate(self.before_rerank, start=1):
+            if chunk.id == chunk_id:
+                return rank
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class RetrievalResult:
     """The chunks of one retrieval and what happened on the way."""
 
@@ -187,6 +226,8 @@ class RetrievalResult:
     relevance_fallback: bool
     """True when no candidate reached ``min_relevance`` and the top ``final_k`` were used."""
     failures: tuple[CollectionFailure, ...] = ()
+    explanation: RetrievalExplanation | None = None
+    """The collections' explained searches and the order before the rerank, when asked."""
 
 
 class MultiCollectionRetriever:
@@ -215,8 +256,11 @@ class MultiCollectionRetriever:
         query: str,
         collections: Sequence[CollectionRef],
         profile: RetrievalProfile | None = None,
+        *,
+        explain: bool = False,
     ) -> RetrievalResult:
-        """Like :meth:`retrieve`, with the expanded query, fallback flag and failures."""
+        """Like :meth:`retrieve`, with the expanded query, fallback flag and failures;
+        ``explain`` adds the :class:`RetrievalExplanation`."""
         profile = profile if profile is not None else RetrievalProfile()
         if not isinstance(profile, RetrievalProfile):
             raise InvalidInputError(f"profile must be a RetrievalProfile, got {profile!r}.")
@@ -231,10 +275,13 @@ class MultiCollectionRetriever:
 
         found: list[RetrievedChunk] = []
         failures: list[CollectionFailure] = []
+        searches: list[CollectionSearch] = []
         # sorted() is stable: equal priorities keep the caller's order.
         for ref in sorted(refs, key=lambda r: -r.priority):
             try:
-                scored = self._search(ref.collection, query, lexical_query, profile, candidate_k)
+                outcome = self._search(
+                    ref.collection, query, lexical_query, profile, candidate_k, explain
+                )
             except InvalidInputError:
                 raise
             except Exception as exc:  # as the seed: one broken collection must not stop the rest
@@ -245,9 +292,17 @@ class MultiCollectionRetriever:
                 )
                 failures.append(CollectionFailure(ref.collection, ref.display_name, str(exc)))
                 continue
+            if explain:
+                searches.append(
+                    CollectionSearch(
+                        ref.collection, ref.display_name, ref.weight, ref.priority, outcome
+                    )
+                )
             found.extend(
-                RetrievedChunk(chunk, score * ref.weight, ref.collection, ref.display_name, score)
-                for chunk, score in scored
+                RetrievedChunk(
+                    hit.chunk, score * ref.weight, ref.collection, ref.display_name, score
+                )
+                for hit, score in _bounded_scores(outcome)
             )
         # Stable sort over the priority-ordered list: ties keep priority and per-search rank.
         candidates = sorted(found, key=lambda c: -c.score)[:candidate_k]
@@ -256,6 +311,11 @@ class MultiCollectionRetriever:
         if fallback:
             relevant = candidates[:final_k]
         reranked = self._rerank(query, relevant, profile)
+        explanation = (
+            RetrievalExplanation(tuple(searches), tuple(candidates), tuple(relevant))
+            if explain
+            else None
+        )
         return RetrievalResult(
             chunks=tuple(reranked[:final_k]),
             query=query,
@@ -263,6 +323,7 @@ class MultiCollectionRetriever:
             candidate_k=candidate_k,
             relevance_fallback=fallback,
             failures=tuple(failures),
+            explanation=explanation,
         )
 
     def _rerank(
@@ -286,40 +347,34 @@ class MultiCollectionRetriever:
         lexical_query: str | None,
         profile: RetrievalProfile,
         candidate_k: int,
-    ) -> list[tuple[ChunkRecord, float]]:
-        """The collection's top ``candidate_k`` chunks with scores in [0, 1]."""
-        if profile.search_strategy is SearchStrategy.SEMANTIC:
-            hits = self._hits(collection, query, SearchStrategy.SEMANTIC, candidate_k, profile)
-            return [(hit.chunk, min(1.0, max(0.0, hit.score))) for hit in hits]
-        hits = self._hits(
-            collection, query, SearchStrategy.HYBRID, candidate_k, profile, lexical_query
-        )
-        return [(hit.chunk, _normalized(hit)) for hit in hits]
-
-    def _hits(
-        self,
-        collection: CollectionInfo,
-        query: str,
-        strategy: SearchStrategy,
-        top_k: int,
-        profile: RetrievalProfile,
-        lexical_query: str | None = None,
-    ) -> tuple[SearchHit, ...]:
+        explain: bool,
+    ) -> SearchOutcome:
+        """The collection's top ``candidate_k`` chunks by the profile's strategy."""
+        semantic = profile.search_strategy is SearchStrategy.SEMANTIC
         return self.searcher.search(
             collection,
             query,
-            strategy=strategy,
-            top_k=top_k,
+            strategy=SearchStrategy.SEMANTIC if semantic else SearchStrategy.HYBRID,
+            top_k=candidate_k,
             threshold=_NO_FLOOR,
+            correct_typos=profile.correct_typos,
             filters=leg_filters(profile),
             weights=profile.weights,
             rrf_k=DEFAULT_RRF_K,
-            lexical_query=lexical_query,
-        ).hits
+            lexical_query=None if semantic else lexical_query,
+            explain=explain,
+        )
 
 
-def _normalized(hit: SearchHit) -> float:
-    return hit.normalized_score if hit.normalized_score is not None else hit.score
+def _bounded_scores(outcome: SearchOutcome) -> list[tuple[SearchHit, float]]:
+    """Each hit with its score in [0, 1]: the similarity clamped (semantic), else the
+    normalised RRF score."""
+    if outcome.strategy is SearchStrategy.SEMANTIC:
+        return [(hit, min(1.0, max(0.0, hit.score))) for hit in outcome.hits]
+    return [
+        (hit, hit.normalized_score if hit.normalized_score is not None else hit.score)
+        for hit in outcome.hits
+    ]
 
 
 def _checked_refs(collections: Sequence[CollectionRef]) -> list[CollectionRef]:

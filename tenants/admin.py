@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
@@ -16,6 +17,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django_tenants.admin import TenantAdminMixin
 
+from portal.rag.profiles import profile_collection_check
+from rag_plugin.exceptions import RagError
 from tenants.admin_audit import AuditedAdmin, AuditEventAdmin
 from tenants.admin_jobs import IngestJobAdmin
 from tenants.models import (
@@ -109,8 +112,31 @@ class RagSourceAdmin(AuditedAdmin):
         super().save_model(request, obj, form, change)
 
 
+class ProfileCollectionForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A profile's collection, refused when no search could use it: a source the allowlist
+    does not enable, or a shared collection the tenant does not have (a typo such as 'dcos'
+    would otherwise save, and every answer would have an empty context)."""
+
+    class Meta:
+        model = ProfileCollection
+        fields = ("collection", "shared", "weight", "priority")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        name = cleaned.get("collection")
+        # Rows left as they were are not checked again: editing a profile's other settings
+        # does not wait on a collection that was deleted since.
+        if name and self.has_changed() and not cleaned.get("DELETE"):
+            try:
+                profile_collection_check(collection=name, shared=bool(cleaned.get("shared")))
+            except RagError as exc:
+                self.add_error("collection", str(exc))
+        return cleaned
+
+
 class ProfileCollectionInline(admin.TabularInline):  # type: ignore[type-arg]
     model = ProfileCollection
+    form = ProfileCollectionForm
     extra = 1
 
 
@@ -118,9 +144,24 @@ class ProfileCollectionInline(admin.TabularInline):  # type: ignore[type-arg]
 class RetrievalProfileAdmin(AuditedAdmin):
     """Retrieval profiles: which collections to search, how to weigh, filter and rerank."""
 
-    list_display = ("name", "strategy", "retrieval_k", "min_relevance", "rerank", "expand_query")
-    search_fields = ("name", "description")
+    list_display = (
+        "name",
+        "collections_display",
+        "strategy",
+        "retrieval_k",
+        "min_relevance",
+        "rerank",
+        "expand_query",
+    )
+    search_fields = ("name", "description", "collections__collection")
     inlines = (ProfileCollectionInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RetrievalProfile]:
+        return super().get_queryset(request).prefetch_related("collections")
+
+    @admin.display(description="collections")
+    def collections_display(self, profile: RetrievalProfile) -> str:
+        return ", ".join(str(entry) for entry in profile.collections.all()) or "none"
 
 
 @admin.register(Synonym)

@@ -8,6 +8,7 @@ exist and be allowed, as on every other endpoint.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -15,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 
 from portal.rag.errors import LlmError, SourceNotAllowedError
 from portal.rag.metrics import LLM_CALLS, LLM_LATENCY
-from portal.rag.runtime import embedder_for, llm
+from portal.rag.runtime import embedder_for, llm, store_for
 from portal.rag.scope import scope_for
 from rag_plugin.citations import ContextResult, build_context_result
 from rag_plugin.engine import CollectionSearcher
@@ -26,6 +28,7 @@ from rag_plugin.exceptions import CollectionNotFoundError, NotFoundError
 from rag_plugin.profiles import RetrievalProfile as LibraryProfile
 from rag_plugin.retrieval import CollectionRef, MultiCollectionRetriever, RetrievalResult
 from tenants.models import RetrievalProfile
+from tenants.selectors import rag_source_enabled
 
 logger = logging.getLogger("portal.rag")
 
@@ -74,6 +77,43 @@ def _refs(
     return refs, skipped
 
 
+def profile_collection_check(*, collection: str, shared: bool) -> None:
+    """Refuse a profile entry that no search could use: its source must be enabled and, for
+    a shared entry, the tenant's shared collection must exist. An own entry is each caller's
+    collection of that name, which exists or not per caller, so only its source is checked."""
+    if shared:
+        _shared_collection_check(collection)
+    if not rag_source_enabled(name=collection):
+        raise SourceNotAllowedError(collection)
+
+
+def _shared_collection_check(collection: str) -> None:
+    """Refuse a shared collection the tenant does not have, naming the close ones (a typo is
+    likelier than a source left disabled, so this is said first)."""
+    store = store_for(connection.schema_name)  # type: ignore[attr-defined]
+    try:
+        store.get_collection(collection, owner=None)
+    except CollectionNotFoundError:
+        names = [info.name for info in store.list_collections(owner=None)]
+        close = difflib.get_close_matches(collection, names, n=3)
+        hint = (
+            f" Did you mean {' or '.join(repr(name) for name in close)}?"
+            if close
+            else f" The shared collections are: {_listed(names)}."
+        )
+        raise NotFoundError(
+            f"The tenant has no shared collection '{collection}', so the profile would find "
+            f"nothing in it.{hint} Untick 'shared' for each user's own collection of that name."
+        ) from None
+
+
+def _listed(names: Sequence[str], shown: int = 10) -> str:
+    if not names:
+        return "none yet"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 @dataclass(frozen=True)
 class ResolvedRequest:
     """A context request's collections, checked for the caller, and its settings."""
@@ -119,10 +159,14 @@ def profile_context(
     collections: Sequence[RequestedCollection] = (),
     overrides: dict[str, Any] | None = None,
     resolved: ResolvedRequest | None = None,
+    explain: bool = False,
+    read_only: bool = False,
 ) -> ProfileContext:
     """Retrieve the best chunks for ``query`` and number them as context and sources.
 
     ``resolved``: the request already resolved (the chat does that before its LLM call).
+    ``explain``: the retrieval carries its explanation (legs, fusion, order before the
+    rerank). ``read_only``: nothing is written, not even the query's embedding to the cache.
     """
     started = time.perf_counter()
     if resolved is None:
@@ -132,9 +176,9 @@ def profile_context(
     refs, skipped, library_profile = resolved.refs, resolved.skipped, resolved.library_profile
     scope = scope_for(user=user, collection=None)
     retriever = MultiCollectionRetriever(
-        CollectionSearcher(scope.store, embedder_for(scope.schema_name))
+        CollectionSearcher(scope.store, embedder_for(scope.schema_name, read_only=read_only))
     )
-    retrieval = retriever.run(query, refs, library_profile) if refs else None
+    retrieval = retriever.run(query, refs, library_profile, explain=explain) if refs else None
     result = (
         retrieval
         if retrieval is not None

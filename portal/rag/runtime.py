@@ -25,7 +25,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
 from rag_plugin.embedding import Embedder, FastEmbedEmbedder
-from rag_plugin.embedding.cache import EmbeddingCache
+from rag_plugin.embedding.cache import EmbeddingCache, ReadOnlyEmbeddingCache
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.base import Store
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
@@ -211,12 +211,15 @@ def _embedding_cache(schema_name: str) -> EmbeddingCache:
     return found
 
 
-def embedder_for(schema_name: str) -> Embedder:
+def embedder_for(schema_name: str, *, read_only: bool = False) -> Embedder:
     """The deployment's embedder, with the tenant's persistent embedding cache (E7).
 
     A new embedder per call (its stats count one request's work); the cache is shared.
+    ``read_only``: the cache is read but never written (a search that must write nothing).
     """
     embedding_cache = _embedding_cache(schema_name)
+    if read_only:
+        embedding_cache = ReadOnlyEmbeddingCache(embedding_cache)
     backend = _rag()["EMBEDDER"]
     if backend == "fastembed":
         model = _fastembed_model(_rag()["EMBEDDING_MODEL"])

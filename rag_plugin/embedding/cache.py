@@ -13,7 +13,12 @@ from typing import Protocol, runtime_checkable
 
 from rag_plugin.exceptions import StoreError
 
-__all__ = ["EmbeddingCache", "InMemoryEmbeddingCache", "SqliteEmbeddingCache"]
+__all__ = [
+    "EmbeddingCache",
+    "InMemoryEmbeddingCache",
+    "ReadOnlyEmbeddingCache",
+    "SqliteEmbeddingCache",
+]
 
 
 @runtime_checkable
@@ -27,6 +32,21 @@ class EmbeddingCache(Protocol):
     def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
         """Store ``vectors`` (hash → vector) for ``model``, replacing any previous entry."""
         ...
+
+
+class ReadOnlyEmbeddingCache:
+    """Reads another cache and stores nothing: for a search that must write nothing (a
+    retrieval playground), which still gets the vectors other searches cached."""
+
+    def __init__(self, cache: EmbeddingCache) -> None:
+        self.cache = cache
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
+        """Return the underlying cache's vectors among ``hashes`` for ``model``."""
+        return self.cache.get_many(model, hashes)
+
+    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Store nothing."""
 
 
 class InMemoryEmbeddingCache:

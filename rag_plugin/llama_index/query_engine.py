@@ -52,6 +52,7 @@ __all__ = [
     "AnswerResult",
     "RagQueryEngine",
     "answer",
+    "answer_prompt",
     "answer_result",
     "openai_compatible_llm",
     "stream_answer",
@@ -103,7 +104,15 @@ def answer(
     """
     template, context_str = _prompt_parts(query, context, prompt)
     reply = llm.predict(template, context_str=context_str, query_str=query)
-    return answer_result(reply, context, template.format(context_str=context_str, query_str=query))
+    return answer_result(reply, context, answer_prompt(query, context, prompt=template))
+
+
+def answer_prompt(
+    query: str, context: ContextResult, *, prompt: BasePromptTemplate | str | None = None
+) -> str:
+    """The text :func:`answer` gives the LLM for ``query`` and ``context``."""
+    template, context_str = _prompt_parts(query, context, prompt)
+    return template.format(context_str=context_str, query_str=query)
 
 
 def stream_answer(
@@ -124,8 +133,9 @@ def stream_answer(
             yield delta
 
     def result() -> AnswerResult:
-        text = template.format(context_str=context_str, query_str=query)
-        return answer_result("".join(parts), context, text)
+        return answer_result(
+            "".join(parts), context, answer_prompt(query, context, prompt=template)
+        )
 
     return deltas(), result
 

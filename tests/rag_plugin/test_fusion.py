@@ -164,3 +164,19 @@ def test_rank_results_rejects_negative_top_k() -> None:
 )
 def test_score_normalization(scores: list[float], expected: list[float]) -> None:
     assert score_normalization(scores) == expected
+
+
+def test_contributions_are_the_terms_of_the_fused_sum() -> None:
+    fusion = RrfFusion(k=10)
+    ranked = [(["a", "b", "a"], 0.5), (["c"], 0.0), (["b", "c"], 0.3)]
+    shares = fusion.contributions(ranked, {"a", "b", "c"})
+    assert {
+        doc_id: [(s.list_index, s.rank, s.value) for s in parts] for doc_id, parts in shares.items()
+    } == {
+        "a": [(0, 1, 0.5 / 11)],  # its repeat at rank 3 counts once, as in fuse
+        "b": [(0, 2, 0.5 / 12), (2, 1, 0.3 / 11)],
+        "c": [(2, 2, 0.3 / 12)],  # the list of weight 0 adds nothing
+    }
+    for doc_id, score in fusion.fuse(ranked):
+        assert math.fsum(share.value for share in shares[doc_id]) == score
+    assert set(fusion.contributions(ranked, {"b"})) == {"b"}

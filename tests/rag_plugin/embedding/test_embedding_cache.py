@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from rag_plugin.embedding.cache import EmbeddingCache, InMemoryEmbeddingCache, SqliteEmbeddingCache
+from rag_plugin.embedding.cache import (
+    EmbeddingCache,
+    InMemoryEmbeddingCache,
+    ReadOnlyEmbeddingCache,
+    SqliteEmbeddingCache,
+)
 from rag_plugin.exceptions import StoreError
 from rag_plugin.testing import FakeEmbedder
 
@@ -160,3 +165,15 @@ def test_unopenable_sqlite_cache_raises_store_error(tmp_path: Path) -> None:
 
     with pytest.raises(StoreError, match="Cannot open the embedding cache"):
         SqliteEmbeddingCache(blocker / "embeddings.sqlite3")
+
+
+def test_a_read_only_cache_serves_cached_vectors_and_stores_nothing() -> None:
+    cache = InMemoryEmbeddingCache()
+    embedder = FakeEmbedder(8, cache=cache)
+    cached = embedder.embed_query("cached question")
+    reader = FakeEmbedder(8, cache=ReadOnlyEmbeddingCache(cache))
+    assert isinstance(reader.cache, EmbeddingCache)
+    assert reader.embed_query("cached question") == cached
+    assert reader.stats.cache_hits == 1
+    reader.embed_query("a new question")
+    assert len(cache) == 1
