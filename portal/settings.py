@@ -220,6 +220,9 @@ RAG = {
 RAG_API = {
     "MAX_BODY_BYTES": int(os.environ.get("RAG_MAX_BODY_BYTES", str(2 * 1024 * 1024))),
     "TOKEN_TTL_SECONDS": int(os.environ.get("RAG_TOKEN_TTL_SECONDS", str(12 * 3600))),
+    # The longest an API key may live (portal/rag/api_keys.py), and a new key's default.
+    "API_KEY_MAX_DAYS": int(os.environ.get("RAG_API_KEY_MAX_DAYS", "365")),
+    "API_KEY_DEFAULT_DAYS": int(os.environ.get("RAG_API_KEY_DEFAULT_DAYS", "90")),
     # Arrays and objects in a request body (portal/api/parsers.py): metadata nests at most 8.
     "MAX_JSON_DEPTH": int(os.environ.get("RAG_MAX_JSON_DEPTH", "32")),
     # Failed logins an account may have in the window, per tenant (portal/login_guard.py).
@@ -293,6 +296,10 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "login": os.environ.get("RAG_LOGIN_RATE", "10/minute"),
         "admin_login": os.environ.get("RAG_LOGIN_RATE", "10/minute"),
+        # Per user, e.g. "600/minute"; unset: no limit (portal/api/throttling.py).
+        "search": os.environ.get("RAG_SEARCH_RATE") or None,
+        "chat": os.environ.get("RAG_CHAT_RATE") or None,
+        "ingest": os.environ.get("RAG_INGEST_RATE") or None,
     },
     # Proxies in front of the app that append to X-Forwarded-For; 0: the header is ignored
     # and throttles key on the connection's address (a client cannot choose its own).

@@ -21,7 +21,10 @@ from portal.rag.profiles import profile_collection_check
 from rag_plugin.exceptions import RagError
 from tenants.admin_audit import AuditedAdmin, AuditEventAdmin
 from tenants.admin_jobs import IngestJobAdmin
+from tenants.admin_keys import ApiKeyAdmin
+from tenants.admin_quotas import TenantLimitsMixin, UserQuotaAdmin
 from tenants.models import (
+    ApiKey,
     AuditEvent,
     Domain,
     IngestJob,
@@ -30,6 +33,7 @@ from tenants.models import (
     RetrievalProfile,
     Synonym,
     Tenant,
+    UserQuota,
 )
 from tenants.services import api_tokens_revoke
 
@@ -50,7 +54,7 @@ class DomainInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 @admin.register(Tenant, site=platform_admin_site)
-class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[misc,type-arg]
+class TenantAdmin(TenantLimitsMixin, TenantAdminMixin, admin.ModelAdmin):  # type: ignore[misc,type-arg]
     list_display = ("name", "schema_name", "created_on")
     search_fields = ("name", "schema_name")
     inlines = (DomainInline,)
@@ -85,9 +89,15 @@ class TenantUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
         )
 
 
-# Each tenant's users, on the tenant's own admin (replaces Django's default registration).
+class TenantGroupAdmin(AuditedAdmin, GroupAdmin):
+    """A tenant's groups, their changes recorded like every other admin change."""
+
+
+# Each tenant's users and groups, on the tenant's own admin (replaces Django's defaults).
 admin.site.unregister(User)
 admin.site.register(User, TenantUserAdmin)
+admin.site.unregister(Group)
+admin.site.register(Group, TenantGroupAdmin)
 
 admin.site.site_header = "RAG portal: tenant administration"
 admin.site.site_title = "RAG tenant admin"
@@ -176,3 +186,7 @@ class SynonymAdmin(AuditedAdmin):
 admin.site.register(IngestJob, IngestJobAdmin)
 # The audit log: read-only, the tenant's own events (tenants/admin_audit.py).
 admin.site.register(AuditEvent, AuditEventAdmin)
+# API keys: made through the key services, revoked, never edited (tenants/admin_keys.py).
+admin.site.register(ApiKey, ApiKeyAdmin)
+# Each user's limits within the tenant's, with the usage (tenants/admin_quotas.py).
+admin.site.register(UserQuota, UserQuotaAdmin)

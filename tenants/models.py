@@ -14,7 +14,39 @@ from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.profiles import RetrievalProfile as LibraryProfile
 
 
-class Tenant(TenantMixin):  # type: ignore[misc]
+class Limits(models.Model):
+    """What a holder may keep (SPEC O7); empty is no limit. The platform admin sets a
+    tenant's, a tenant admin each user's within them (:mod:`portal.rag.quotas`)."""
+
+    max_documents = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Documents stored. Empty: no limit."
+    )
+    max_chunks = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Chunks stored. Empty: no limit."
+    )
+    max_text_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes of chunk text stored (UTF-8). Empty: no limit."
+    )
+    max_file_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes of uploaded originals kept. Empty: no limit."
+    )
+    max_queued_jobs = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Ingestion jobs queued or running. Empty: no limit."
+    )
+
+    LIMIT_FIELDS = (
+        "max_documents",
+        "max_chunks",
+        "max_text_bytes",
+        "max_file_bytes",
+        "max_queued_jobs",
+    )
+
+    class Meta:
+        abstract = True
+
+
+class Tenant(TenantMixin, Limits):  # type: ignore[misc,django-manager-missing]
     """One customer organisation; its data lives in the PostgreSQL schema ``schema_name``."""
 
     name = models.CharField(max_length=100)
@@ -373,3 +405,61 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.object_id}"
+
+
+class ApiKey(models.Model):
+    """A long-lived credential for a pipeline or CI job (SPEC O8), acting as ``user`` but only
+    on the collections it names, read-only or read-write, until it expires or is revoked.
+
+    The secret is shown once when the key is made; only its SHA-256 is kept (the secret is
+    256 random bits, so a slow password hash would add nothing). ``prefix`` is the key's public
+    id, the part of ``rk_<prefix>_<secret>`` used to find the row.
+    """
+
+    class Access(models.TextChoices):
+        READ = "read"
+        READ_WRITE = "read_write"
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+        help_text="Whom the key acts as: it never reaches more than this user could.",
+    )
+    label = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    secret_hash = models.CharField(max_length=64, editable=False)
+    access = models.CharField(max_length=16, choices=Access, default=Access.READ)
+    collections = models.JSONField(
+        help_text='The collections it may reach: [{"name": "docs", "shared": false}, ...].'
+    )
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ("-created_at",)
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.label} (rk_{self.prefix}…)"
+
+
+class UserQuota(Limits):
+    """One user's limits, within the tenant's (SPEC O7); a user without a row has only the
+    tenant's."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="quota"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "user quota"
+
+    def __str__(self) -> str:
+        return f"quota of {self.user}"

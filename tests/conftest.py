@@ -52,6 +52,20 @@ def _public_schema_after_test() -> Iterator[None]:
         connection.set_schema_to_public()
 
 
+@pytest.fixture(scope="module")
+def rag_pool_closed_after() -> Iterator[None]:
+    """For a module of in-process tests that reach the RAG store: the store's own pool opens
+    on the test database, so close it (and forget the stores and caches that use it) after
+    the module, or the database could not be dropped when the session ends."""
+    yield
+    from portal.rag import runtime
+
+    runtime.pool().close()
+    runtime.pool.cache_clear()
+    runtime._stores.clear()
+    runtime._caches.clear()
+
+
 DEMO_PASSWORD = "test-pass-2026"
 METRICS_TOKEN = "metrics-test-token"
 

@@ -9,10 +9,13 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from portal.api.tokens import TOKEN_TYPE, user_for_token
+from portal.rag.api_keys import is_api_key, user_for_api_key
 
 
 class BearerTokenAuthentication(BaseAuthentication):
-    """``Authorization: Bearer <token>``, valid only on the tenant that issued it."""
+    """``Authorization: Bearer <token>``, valid only on the tenant that issued it: a login
+    token (:mod:`portal.api.tokens`) or an API key (:mod:`portal.rag.api_keys`), whose user
+    comes back narrowed to the key's collections."""
 
     keyword = TOKEN_TYPE
 
@@ -23,8 +26,14 @@ class BearerTokenAuthentication(BaseAuthentication):
         scheme, _, token = header.partition(" ")
         if scheme != self.keyword or not token.strip():
             raise AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
+        token = token.strip()
+        if is_api_key(token):
+            user = user_for_api_key(token)
+            if user is None:
+                raise AuthenticationFailed("Invalid, expired or revoked API key for this tenant.")
+            return user, token
         schema_name = getattr(connection, "schema_name", "")
-        user = user_for_token(token=token.strip(), schema_name=schema_name)
+        user = user_for_token(token=token, schema_name=schema_name)
         if user is None:
             raise AuthenticationFailed("Invalid or expired token for this tenant.")
         return user, token

@@ -37,6 +37,7 @@ from portal.api.fields import (
     StrictBooleanField,
     StrictCharField,
 )
+from portal.api.throttling import ChatRateThrottle
 from portal.api.views import ERRORS, context_body, profile_request
 from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
 from portal.rag.errors import LlmError
@@ -196,6 +197,7 @@ class ChatView(APIView):
     """Answer the last message with the conversation as history and [N] citations (R6)."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (ChatRateThrottle,)
     renderer_classes = (JSONRenderer, EventStreamRenderer)
 
     @extend_schema(

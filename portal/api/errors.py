@@ -30,7 +30,13 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from portal.rag.errors import ConflictError, ForbiddenError, LlmError, database_unavailable
+from portal.rag.errors import (
+    ConflictError,
+    ForbiddenError,
+    LlmError,
+    QueueFullError,
+    database_unavailable,
+)
 from rag_plugin import exceptions as rag
 
 logger = logging.getLogger(__name__)
@@ -47,6 +53,9 @@ class PayloadTooLarge(drf.APIException):
 RAG_STATUSES: tuple[tuple[type[rag.RagError], int], ...] = (
     (ForbiddenError, 403),
     (ConflictError, 409),
+    # Over a quota (SPEC O7): a full queue empties by itself (429), stored data does not.
+    (QueueFullError, 429),
+    (rag.QuotaExceededError, 413),
     (LlmError, 502),
     (rag.CollectionExistsError, 409),
     (rag.EmbeddingRateLimitedError, 503),

@@ -33,6 +33,7 @@ from portal.api.fields import (
     StrictCharField,
 )
 from portal.api.job_outputs import JobOutput
+from portal.api.throttling import IngestRateThrottle
 from portal.api.views import DOCUMENT_ID_PARAM, ERRORS, SHARED_PARAM, _shared
 from portal.rag import files
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
@@ -110,6 +111,7 @@ class FileUploadView(APIView):
     text or JSON(L), each parsed and ingested by a background job (202)."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (IngestRateThrottle,)
     parser_classes = (MultiPartParser,)
 
     @extend_schema(
@@ -222,6 +224,7 @@ class DocumentReindexView(APIView):
     (202): after OCR was installed, a limit raised, or to chunk it another way."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (IngestRateThrottle,)
 
     @extend_schema(
         request=ReindexInput,

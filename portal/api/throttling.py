@@ -35,3 +35,37 @@ class AdminLoginRateThrottle(LoginRateThrottle):
     """The same limit on the admin sites' login forms, counted apart from the API's."""
 
     scope = "admin_login"
+
+
+class UserRateThrottle(SimpleRateThrottle):
+    """Requests per (tenant, user) for one kind of work, at the rate its ``scope`` names in
+    ``DEFAULT_THROTTLE_RATES`` (``RAG_SEARCH_RATE``, ``RAG_CHAT_RATE``, ``RAG_INGEST_RATE``;
+    unset: no limit, and no cache write per request). An API key counts as its user."""
+
+    # None → DEFAULT_THROTTLE_RATES[scope]; tests set a rate here instead.
+    rate: str | None = None
+
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return None  # the authentication refuses it
+        tenant = getattr(connection, "schema_name", "")
+        return self.cache_format % {"scope": self.scope, "ident": f"{tenant}:{user.pk}"}
+
+
+class SearchRateThrottle(UserRateThrottle):
+    """Searches and context requests."""
+
+    scope = "search"
+
+
+class ChatRateThrottle(UserRateThrottle):
+    """Answers and chats (each an LLM call)."""
+
+    scope = "chat"
+
+
+class IngestRateThrottle(UserRateThrottle):
+    """Ingests, uploads and re-indexing."""
+
+    scope = "ingest"

@@ -3,10 +3,12 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from portal.api import chat, files, jobs, views
+from portal.api import chat, files, jobs, keys, views
 
 urlpatterns = [
     path("auth/login", views.LoginView.as_view(), name="api-login"),
+    path("auth/keys", keys.KeyListView.as_view(), name="api-keys"),
+    path("auth/keys/<str:key_id>", keys.KeyView.as_view(), name="api-key"),
     path("rag/ingest", views.IngestView.as_view(), name="api-ingest"),
     path("rag/ingest/batch", views.IngestBatchView.as_view(), name="api-ingest-batch"),
     path("rag/search", views.SearchView.as_view(), name="api-search"),

@@ -17,7 +17,12 @@ from rest_framework.views import APIView
 
 from portal.api import serializers as s
 from portal.api.job_outputs import JobAcceptedOutput, accepted
-from portal.api.throttling import LoginRateThrottle
+from portal.api.throttling import (
+    ChatRateThrottle,
+    IngestRateThrottle,
+    LoginRateThrottle,
+    SearchRateThrottle,
+)
 from portal.api.tokens import issue_token
 from portal.login_guard import FailedLogins
 from portal.rag import jobs, selectors, services
@@ -145,6 +150,7 @@ class IngestView(APIView):
     background job (202) when asked (``async``) or when the content is large (SPEC J1)."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (IngestRateThrottle,)
 
     @extend_schema(
         request=s.IngestInput,
@@ -193,6 +199,7 @@ class IngestBatchView(APIView):
     a background job (202) when asked (``async``) or when the content is large."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (IngestRateThrottle,)
 
     @extend_schema(
         request=s.IngestBatchInput,
@@ -231,6 +238,7 @@ class SearchView(APIView):
     """Search one collection of the caller with any strategy (SPEC A3)."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (SearchRateThrottle,)
 
     @extend_schema(request=s.SearchInput, responses={200: s.SearchOutput, **ERRORS})
     def post(self, request: Request) -> Response:
@@ -428,6 +436,7 @@ class ContextView(APIView):
     """Numbered context and sources from several collections or a profile (SPEC A7, R4)."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (SearchRateThrottle,)
 
     @extend_schema(request=s.ContextInput, responses={200: s.ContextOutput, **ERRORS})
     def post(self, request: Request) -> Response:
@@ -438,6 +447,7 @@ class AnswerView(APIView):
     """An answer with [N] citations from the deployment's LLM, or the context alone (R5)."""
 
     permission_classes = (IsAuthenticated,)
+    throttle_classes = (ChatRateThrottle,)
 
     @extend_schema(request=s.ContextInput, responses={200: s.AnswerOutput, **ERRORS})
     def post(self, request: Request) -> Response:

@@ -15,12 +15,13 @@ import psycopg
 from django.db import InterfaceError as DjangoInterfaceError
 from psycopg_pool import PoolTimeout
 
-from rag_plugin.exceptions import RagError
+from rag_plugin.exceptions import QuotaExceededError, RagError
 
 __all__ = [
     "ConflictError",
     "ForbiddenError",
     "LlmError",
+    "QueueFullError",
     "SourceNotAllowedError",
     "database_unavailable",
 ]
@@ -47,6 +48,24 @@ class ConflictError(RagError):
     """The request does not fit the object's state (e.g. cancelling a job that has ended)."""
 
     code = "CONFLICT"
+
+
+class QueueFullError(QuotaExceededError):
+    """A user or the tenant has as many ingestion jobs queued or running as it may (SPEC O7);
+    unlike a full store it passes by itself, as jobs end."""
+
+    def __init__(self, scope: str, limit: int, usage: int, adding: int) -> None:
+        RagError.__init__(
+            self,
+            f"Quota exceeded: the {scope} may have at most {limit} ingestion jobs queued or "
+            f"running; {usage} are and this request adds {adding}. Try again when some have "
+            "ended, or ask an admin to raise the limit.",
+        )
+        self.scope = scope
+        self.resource = "queued jobs"
+        self.limit = limit
+        self.usage = usage
+        self.adding = adding
 
 
 class LlmError(RagError):

@@ -335,7 +335,10 @@ def failure_of(exc: BaseException, job: IngestJob) -> tuple[str, str, bool]:
         # reply and address, for the log only. A refusal happens again; a failure may not.
         refused = rag.EmbeddingAuthError | rag.EmbeddingNotFoundError | rag.EmbeddingInputError
         return _internal(exc.code, job, transient=not isinstance(exc, refused))
-    if isinstance(exc, ForbiddenError | rag.InvalidInputError | rag.NotFoundError):
+    if isinstance(
+        exc, ForbiddenError | rag.InvalidInputError | rag.NotFoundError | rag.QuotaExceededError
+    ):
+        # Refusals that would happen again: a quota stays full until someone deletes.
         return exc.code, str(exc), False
     if isinstance(exc, rag.ConfigurationError):
         return _internal(exc.code, job, transient=False)

@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from procrastinate.contrib.django import app
 
@@ -29,7 +29,8 @@ from portal.rag import audit
 from portal.rag.errors import ConflictError
 from portal.rag.files import original_of, upload_description
 from portal.rag.job_runner import ingest_job, lock_key
-from portal.rag.scope import scope_for
+from portal.rag.quotas import check_file_bytes, check_queued_jobs
+from portal.rag.scope import check_grant, grant_of, scope_for
 from portal.rag.selectors import document_find
 from portal.rag.services import NewDocument
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
@@ -131,6 +132,7 @@ def file_jobs_submit(
                 "(RAG_MAX_UPLOAD_BYTES)."
             )
         typed.append((upload, detect_media_type(upload.data, upload.filename)))
+    check_file_bytes(user, shared=shared, adding=sum(len(u.data) for u, _ in typed))
     jobs = []
     for upload, media_type in typed:
         stored = StoredFile.objects.create(
@@ -222,7 +224,8 @@ def _queued(
     *, user: AbstractBaseUser, collection: str, shared: bool, owner: str | None, **fields: Any
 ) -> IngestJob:
     """A new job of ``user``'s on the collection (its ``kind``, ``payload``, sizes and file in
-    ``fields``), queued in the caller's transaction."""
+    ``fields``), queued in the caller's transaction, within the queue quotas."""
+    check_queued_jobs(user, 1)
     job = IngestJob.objects.create(
         id=uuid.uuid4(),
         user_id=user.pk,
@@ -268,9 +271,16 @@ def _enqueue(job: IngestJob, *, owner: str | None) -> None:
 
 
 def visible_jobs(user: AbstractBaseUser) -> QuerySet[IngestJob]:
-    """The jobs ``user`` may see: their own, or the tenant's for a tenant admin."""
+    """The jobs ``user`` may see: their own, or the tenant's for a tenant admin; under an API
+    key, only the user's own on the collections the key reaches."""
     # The file's name and type, not its bytes.
     jobs = IngestJob.objects.select_related("user", "file").defer("file__data")
+    grant = grant_of(user)
+    if grant is not None:
+        reached = Q(pk__in=[])
+        for name, shared in grant.collections:
+            reached |= Q(collection=name, shared=shared)
+        return jobs.filter(reached, user_id=user.pk)
     return jobs if getattr(user, "is_staff", False) else jobs.filter(user_id=user.pk)
 
 
@@ -318,6 +328,7 @@ def job_cancel(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
     """Cancel a queued job at once, or a running one at its next stage boundary (before it
     writes); an ended job is a conflict."""
     job = job_get(user=user, job_id=job_id, for_update=True)
+    check_grant(user, job.collection, job.shared, write=True)
     if job.ended:
         raise ConflictError(
             f"Job '{job.id}' has already ended ({job.state}); only a queued or running job "
@@ -345,7 +356,9 @@ def job_retry(*, user: AbstractBaseUser, job_id: str) -> IngestJob:
         raise ConflictError(
             f"Job '{job.id}' is {job.state}; only a failed or cancelled job can be retried."
         )
+    check_grant(user, job.collection, job.shared, write=True)
     scope = scope_for(user=job.user, collection=job.collection, shared=job.shared, write=True)
+    check_queued_jobs(job.user, 1)
     reset: dict[str, Any] = {
         "state": IngestJob.State.QUEUED,
         "stage": IngestJob.Stage.NONE,

@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from portal.rag.metrics import SEARCH_LATENCY
 from portal.rag.runtime import embedder_for
-from portal.rag.scope import Scope, scope_for
+from portal.rag.scope import Scope, reachable, scope_for
 from rag_plugin.engine import CollectionSearcher, SearchOutcome, rerank_outcome
 from rag_plugin.exceptions import DocumentNotFoundError
 from rag_plugin.filters import FilterExpression
@@ -23,9 +23,10 @@ logger = logging.getLogger("portal.rag")
 
 
 def collection_list(*, user: AbstractBaseUser, shared: bool = False) -> list[CollectionInfo]:
-    """The caller's collections whose source is enabled in the allowlist (T3)."""
+    """The caller's collections whose source is enabled in the allowlist (T3) and that the
+    caller's API key, if it signed in with one, reaches."""
     scope = scope_for(user=user, collection=None, shared=shared)
-    allowed = enabled_rag_sources()
+    allowed = set(reachable(user, enabled_rag_sources(), shared))
     return [c for c in scope.store.list_collections(owner=scope.owner) if c.name in allowed]
 
 
@@ -56,11 +57,14 @@ def document_find(
 ) -> FoundDocument:
     """Find a document among the caller's own collections, then check its source.
 
-    Only the caller's collections are searched, so another user's document id is simply
-    not found (404), never forbidden: ids reveal nothing.
+    Only the caller's collections are searched (those its API key reaches, if it signed in
+    with one), so another user's document id is simply not found (404), never forbidden: ids
+    reveal nothing.
     """
     scope = scope_for(user=user, collection=None, shared=shared, write=write)
-    for info in scope.store.list_collections(owner=scope.owner):
+    collections = scope.store.list_collections(owner=scope.owner)
+    names = set(reachable(user, [info.name for info in collections], shared))
+    for info in (info for info in collections if info.name in names):
         try:
             document = scope.store.get_document(info, document_id)
         except DocumentNotFoundError:

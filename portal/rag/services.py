@@ -17,6 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from portal.rag import audit
 from portal.rag.files import files_forget
+from portal.rag.quotas import write_limits
 from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, scope_for
 from portal.rag.selectors import document_find
@@ -209,6 +210,7 @@ def _ingest(
         for d in documents
     ]
     embedder = embedder_for(scope.schema_name)
+    limits = write_limits(user, shared=shared)  # checked by the store, inside its write
     try:
         # One round trip: the collection and what it holds under the sources, so unchanged
         # documents cost nothing more.
@@ -230,6 +232,7 @@ def _ingest(
             create=True,
             progress=progress,
             chunk_metadata=chunk_metadata,
+            limits=limits,
         )
     else:
         stored = {
@@ -245,6 +248,7 @@ def _ingest(
             stored=stored,
             progress=progress,
             chunk_metadata=chunk_metadata,
+            limits=limits,
         )
     return scope, embedder, results
 

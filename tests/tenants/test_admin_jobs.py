@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,12 +19,14 @@ from django.test import Client
 from django.utils import timezone
 from django_tenants.utils import schema_context
 
-from portal.rag import runtime
 from portal.rag.jobs import job_submit
 from portal.rag.services import NewDocument
 from tenants.models import IngestJob, RagSource
 
-pytestmark = pytest.mark.django_db(transaction=False)
+pytestmark = [
+    pytest.mark.django_db(transaction=False),
+    pytest.mark.usefixtures("rag_pool_closed_after"),
+]
 
 ACME = "acme.localhost"
 JOBS = "/admin/tenants/ingestjob/"
@@ -33,16 +34,6 @@ TEXT = (
     "Durable ingestion runs in the background. A worker takes each job from the queue in "
     "PostgreSQL, embeds its chunks and writes the document in one transaction. "
 ) * 3
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _rag_pool_closed_after() -> Iterator[None]:
-    """Submitting a job opens the RAG store's own pool on the test database: close it (and
-    forget the stores that use it) so the database can be dropped when the session ends."""
-    yield
-    runtime.pool().close()
-    runtime.pool.cache_clear()
-    runtime._stores.clear()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ question from an empty context."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,11 +13,13 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django_tenants.utils import schema_context
 
-from portal.rag import runtime
 from portal.rag.services import document_ingest
 from tenants.models import RagSource, RetrievalProfile
 
-pytestmark = pytest.mark.django_db(transaction=False)
+pytestmark = [
+    pytest.mark.django_db(transaction=False),
+    pytest.mark.usefixtures("rag_pool_closed_after"),
+]
 
 ACME = "acme.localhost"
 ADD = "/admin/tenants/retrievalprofile/add/"
@@ -27,17 +28,6 @@ ADD = "/admin/tenants/retrievalprofile/add/"
 @pytest.fixture(autouse=True)
 def _fake_embedder(settings: Any) -> None:
     settings.RAG = {**settings.RAG, "EMBEDDER": "fake"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _rag_pool_closed_after() -> Iterator[None]:
-    """Ingesting opens the RAG store's own pool on the test database: close it so the
-    database can be dropped when the session ends."""
-    yield
-    runtime.pool().close()
-    runtime.pool.cache_clear()
-    runtime._stores.clear()
-    runtime._caches.clear()
 
 
 @pytest.fixture

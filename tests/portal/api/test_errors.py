@@ -11,7 +11,7 @@ from rest_framework import exceptions as drf
 from portal.api.errors import api_exception_handler, rag_status
 from portal.embedded_db import PROJECT_ROOT
 from portal.rag import errors as portal_errors
-from portal.rag.errors import LlmError
+from portal.rag.errors import LlmError, QueueFullError
 from rag_plugin import exceptions as rag
 
 README = (PROJECT_ROOT / "README.md").read_text()
@@ -120,6 +120,10 @@ def _library_errors() -> list[type[rag.RagError]]:
 def _instance(cls: type[rag.RagError]) -> rag.RagError:
     if issubclass(cls, rag.DimensionMismatchError):
         return cls(384, 768)
+    if issubclass(cls, QueueFullError):
+        return cls("tenant", 5, 5, 1)
+    if issubclass(cls, rag.QuotaExceededError):
+        return cls("tenant", "documents", 5, 5, 1)
     return cls("x")
 
 

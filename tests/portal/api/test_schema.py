@@ -16,6 +16,8 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
     methods = {path: set(ops) & {"get", "post", "delete"} for path, ops in schema["paths"].items()}
     assert methods == {
         "/api/auth/login": {"post"},
+        "/api/auth/keys": {"get", "post"},
+        "/api/auth/keys/{key_id}": {"delete"},
         "/api/rag/ingest": {"post"},
         "/api/rag/ingest/batch": {"post"},
         "/api/rag/search": {"post"},

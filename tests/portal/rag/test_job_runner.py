@@ -23,6 +23,7 @@ JOB = IngestJob(id=uuid.UUID(int=7))
         (SourceNotAllowedError("docs"), "FORBIDDEN", False),
         (ForbiddenError("Only tenant admins may change shared collections."), "FORBIDDEN", False),
         (rag.InvalidInputError("Content too small to chunk"), "INVALID_INPUT", False),
+        (rag.QuotaExceededError("user 'alice'", "documents", 5, 5, 1), "QUOTA_EXCEEDED", False),
         (rag.CollectionNotFoundError("Collection 'x' not found"), "NOT_FOUND", False),
         (rag.EmbeddingInputError("the service refused a text"), "EXTERNAL_SERVICE_ERROR", False),
         (rag.EmbeddingAuthError("key sk-123 refused"), "EXTERNAL_SERVICE_ERROR", False),

@@ -19,14 +19,16 @@ from django.db import connection
 from django.test import Client
 from django_tenants.utils import schema_context
 
-from portal.rag import runtime
 from portal.rag.playground import PlaygroundCollection, PlaygroundQuery, playground_run
 from portal.rag.profiles import profile_context
 from portal.rag.services import NewDocument, documents_ingest
 from rag_plugin.exceptions import InvalidInputError
 from tenants.models import AuditEvent, ProfileCollection, RagSource, RetrievalProfile
 
-pytestmark = pytest.mark.django_db(transaction=False)
+pytestmark = [
+    pytest.mark.django_db(transaction=False),
+    pytest.mark.usefixtures("rag_pool_closed_after"),
+]
 
 ACME = "acme.localhost"
 PAGE = "/admin/rag/playground/"
@@ -55,17 +57,6 @@ DOCUMENTS = [
 @pytest.fixture(autouse=True)
 def _fake_embedder(settings: Any) -> None:
     settings.RAG = {**settings.RAG, "EMBEDDER": "fake"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _rag_pool_closed_after() -> Iterator[None]:
-    """The store's own pool is opened on the test database: close it (and forget the stores
-    that use it) so the database can be dropped when the session ends."""
-    yield
-    runtime.pool().close()
-    runtime.pool.cache_clear()
-    runtime._stores.clear()
-    runtime._caches.clear()
 
 
 @pytest.fixture
