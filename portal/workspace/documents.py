@@ -31,6 +31,8 @@ PAGE_SIZE = 20
 """Documents a page of the list shows."""
 JOBS_SHOWN = 10
 """The newest jobs of a collection its page shows."""
+MAX_FILTER_CHARS = 200
+"""The longest text the document list is filtered by."""
 
 
 def _page_number(request: HttpRequest) -> int:
@@ -41,17 +43,27 @@ def _page_number(request: HttpRequest) -> int:
 
 
 def _documents_context(request: HttpRequest, name: str, shared: bool) -> dict[str, object]:
-    text = request.GET.get("q", "").strip()[:200]
+    """The collection with its counts and a page of its documents (``q`` filters them)."""
+    text = request.GET.get("q", "").strip()[:MAX_FILTER_CHARS]
     number = _page_number(request)
+    user = user_of(request)
+    info = selectors.collection_find(user=user, collection=name, shared=shared)
     found = selectors.document_page(
-        user=user_of(request),
+        user=user,
         collection=name,
         shared=shared,
         text=text,
         limit=PAGE_SIZE,
         offset=(number - 1) * PAGE_SIZE,
     )
-    return {"name": name, "shared": shared, "q": text, "page": found, "number": number}
+    return {
+        "info": info,
+        "name": name,
+        "shared": shared,
+        "q": text,
+        "page": found,
+        "number": number,
+    }
 
 
 def _collection_page(
@@ -63,10 +75,7 @@ def _collection_page(
     paste: PasteForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    user = user_of(request)
-    info = selectors.collection_find(user=user, collection=name, shared=shared)
     context: dict[str, object] = {
-        "info": info,
         **_documents_context(request, name, shared),
         "upload": upload or UploadForm(initial={"collection": name}),
         "paste": paste or PasteForm(),
