@@ -82,6 +82,14 @@
     element.append(text.slice(last));
   }
 
+  // "p. 3", "pp. 3–4" (as the citations name pages), or "" for a source without pages.
+  function pages(source) {
+    const first = source.page_number;
+    if (!first) return "";
+    const last = source.page_end;
+    return last && last > first ? `pp. ${first}\u2013${last}` : `p. ${first}`;
+  }
+
   function renderSources(turn, sources) {
     if (!sources.length) return;
     const box = document.createElement("details");
@@ -96,7 +104,9 @@
       const link = document.createElement("a");
       link.href = passageUrl(source);
       link.className = "source-link";
-      link.textContent = source.citation;
+      // The page first: a long title is cut short on a narrow screen, the page never.
+      link.textContent = pages(source) ? `${pages(source)} · ${source.title}` : source.title;
+      link.title = source.citation;
       const excerpt = document.createElement("p");
       excerpt.className = "excerpt";
       excerpt.textContent = source.excerpt;

@@ -37,6 +37,8 @@ def shoot(page: Any, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width, height in VIEWPORTS:
         page.set_viewport_size({"width": width, "height": height})
+        # An open dialog scrolls within itself: bring its passage back into view at this size.
+        page.evaluate("document.querySelector('dialog[open] #passage')?.scrollIntoView()")
         page.screenshot(path=str(SHOTS / f"{name}-{width}x{height}.png"), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 800})
 
