@@ -1,10 +1,10 @@
-"""Login protection shared by the API and both admin sites (SPEC A5, T2).
+"""Login protection shared by the API, both admin sites and the workspace (SPEC A5, T2, U1).
 
 Two limits, both kept in the database cache so every app process shares them:
 
 - **per client address** (and tenant): every attempt counts, at ``RAG_LOGIN_RATE`` (default
   10 a minute) — DRF's :class:`~portal.api.throttling.LoginRateThrottle` on the API, the same
-  throttle class here for the admins;
+  throttle class here for the admins' and the workspace's login forms;
 - **per account** (and tenant): failures count, at most ``RAG_LOGIN_ACCOUNT_FAILURES``
   (default 10) within ``RAG_LOGIN_ACCOUNT_WINDOW_S`` seconds (default 900); a success clears
   them. This is what stops an attacker who spreads guesses over many addresses.
@@ -37,8 +37,9 @@ from portal.api.throttling import AdminLoginRateThrottle
 
 __all__ = ["AdminLoginGuardMiddleware", "FailedLogins"]
 
-ADMIN_LOGIN_VIEWS = frozenset({"admin:login", "platform_admin:login"})
-"""The login views of the tenant admin (``admin.site``) and the platform admin."""
+LOGIN_FORM_VIEWS = frozenset({"admin:login", "platform_admin:login", "workspace:login"})
+"""The login forms: the tenant admin's (``admin.site``), the platform admin's and the
+workspace's (the tenant's users, at ``/login/``)."""
 
 
 class FailedLogins:
@@ -94,9 +95,9 @@ def too_many(wait: int | float | None) -> HttpResponse:
 
 
 class AdminLoginGuardMiddleware:
-    """Both limits on the admin sites' login forms.
+    """Both limits on the admin sites' and the workspace's login forms.
 
-    A POST to an admin login view is refused with 429 while its address or account is over
+    A POST to one of these login views is refused with 429 while its address or account is over
     its limit; otherwise it is counted against the account and the view runs: a redirect is
     a success, which clears the count; anything else leaves it counted.
     """
@@ -105,7 +106,7 @@ class AdminLoginGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method != "POST" or not _is_admin_login(request):
+        if request.method != "POST" or not _is_login_form(request):
             return self.get_response(request)
         throttle = AdminLoginRateThrottle()
         if not throttle.allow_request(request, None):  # type: ignore[arg-type]
@@ -120,9 +121,9 @@ class AdminLoginGuardMiddleware:
         return response
 
 
-def _is_admin_login(request: HttpRequest) -> bool:
+def _is_login_form(request: HttpRequest) -> bool:
     try:
         match = resolve(request.path_info, getattr(request, "urlconf", None))
     except Resolver404:
         return False
-    return match.view_name in ADMIN_LOGIN_VIEWS
+    return match.view_name in LOGIN_FORM_VIEWS

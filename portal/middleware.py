@@ -12,9 +12,10 @@ from rest_framework.throttling import BaseThrottle
 from portal.api.errors import json_error
 from portal.rag import audit
 
-UPLOAD_PATHS = frozenset({"/api/rag/files", "/admin/rag/upload/"})
-"""Routes that take files: their limit is ``RAG_FILES['MAX_UPLOAD_BYTES']``, and they need a
-Content-Length (an upload streamed without one could not be refused before it is read)."""
+UPLOAD_PATHS = frozenset({"/api/rag/files", "/admin/rag/upload/", "/upload/"})
+"""Routes that take files (the API's, the admin's and the workspace's): their limit is
+``RAG_FILES['MAX_UPLOAD_BYTES']``, and they need a Content-Length (an upload streamed without
+one could not be refused before it is read)."""
 
 
 class BodySizeLimitMiddleware:

@@ -114,7 +114,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's and Swagger UI's static files from the app process itself.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # Both limits of portal/login_guard.py on the two admin sites' login forms.
+    # Both limits of portal/login_guard.py on the admin sites' and the workspace's login forms.
     "portal.login_guard.AdminLoginGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -23,6 +23,7 @@ from drf_spectacular.utils import (
 )
 from llama_index.core.llms import ChatMessage, MessageRole
 from rest_framework import serializers
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -30,6 +31,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import serializers as s
+from portal.api.authentication import BearerTokenAuthentication
 from portal.api.errors import rag_status, request_id_of, server_error_body
 from portal.api.fields import (
     BoundedListField,
@@ -194,10 +196,16 @@ def _events(stream: ChatStream, request_id: str) -> Iterator[bytes]:
 
 
 class ChatView(APIView):
-    """Answer the last message with the conversation as history and [N] citations (R6)."""
+    """Answer the last message with the conversation as history and [N] citations (R6).
+
+    Besides a bearer token it takes the workspace's login session (SPEC U1), whose chat
+    page streams its answers from here; DRF's session authentication then requires the
+    CSRF token (``X-CSRFToken``), as the workspace's own forms do.
+    """
 
     permission_classes = (IsAuthenticated,)
     throttle_classes = (ChatRateThrottle,)
+    authentication_classes = (BearerTokenAuthentication, SessionAuthentication)
     renderer_classes = (JSONRenderer, EventStreamRenderer)
 
     @extend_schema(

@@ -290,11 +290,15 @@ def job_list(
     state: str | None = None,
     collection: str | None = None,
     shared: bool | None = None,
+    own: bool = False,
     limit: int = 50,
     offset: int = 0,
 ) -> tuple[list[IngestJob], int]:
-    """A page of the jobs ``user`` may see, newest first, and how many there are in all."""
+    """A page of the jobs ``user`` may see, newest first, and how many there are in all;
+    ``own``: only the jobs ``user`` submitted, even for a tenant admin."""
     jobs = visible_jobs(user)
+    if own:
+        jobs = jobs.filter(user_id=user.pk)
     if state:
         jobs = jobs.filter(state=state)
     if collection:

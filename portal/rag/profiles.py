@@ -124,6 +124,11 @@ class ResolvedRequest:
     profile: str | None
 
 
+def profile_list() -> list[RetrievalProfile]:
+    """The tenant's retrieval profiles by name, for a user to pick one to ask."""
+    return list(RetrievalProfile.objects.order_by("name"))
+
+
 def resolve_request(
     *,
     user: AbstractBaseUser,

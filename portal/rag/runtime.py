@@ -278,6 +278,12 @@ def _shared_http_client() -> httpx.Client:
     return llm_http_client()
 
 
+def llm_configured() -> bool:
+    """Whether the deployment names an answering LLM (:func:`llm` builds it)."""
+    rag = _rag()
+    return bool(rag["LLM_URL"] and rag["LLM_MODEL"])
+
+
 def llm(http_client: httpx.Client | None = None) -> LLM | None:
     """The deployment's answering LLM, or None when none is configured (SPEC R5).
 
@@ -285,9 +291,9 @@ def llm(http_client: httpx.Client | None = None) -> LLM | None:
     in flight (closing the client ends a streamed answer whose reader went away); by default
     the process's shared pool.
     """
-    rag = _rag()
-    if not rag["LLM_URL"] or not rag["LLM_MODEL"]:
+    if not llm_configured():
         return None
+    rag = _rag()
     from rag_plugin.llama_index.query_engine import openai_compatible_llm
 
     return openai_compatible_llm(

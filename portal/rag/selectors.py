@@ -37,12 +37,72 @@ def collection_get(*, user: AbstractBaseUser, collection: str, shared: bool = Fa
     return scope
 
 
+def collection_find(
+    *, user: AbstractBaseUser, collection: str, shared: bool = False
+) -> CollectionInfo:
+    """One collection of the caller's (or the tenant's shared one) with its counts (404 if
+    absent)."""
+    scope = scope_for(user=user, collection=collection, shared=shared)
+    return scope.store.get_collection(collection, owner=scope.owner)
+
+
 def document_list(
     *, user: AbstractBaseUser, collection: str, limit: int, offset: int, shared: bool = False
 ) -> list[DocumentRecord]:
     scope = scope_for(user=user, collection=collection, shared=shared)
     info = scope.store.get_collection(collection, owner=scope.owner)
     return scope.store.list_documents(info, limit=limit, offset=offset)
+
+
+DOCUMENT_SCAN_BATCH = 500
+"""Documents read per round trip while a listing looks for titles or sources that match."""
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of a collection's documents, newest first, and whether more follow."""
+
+    documents: list[DocumentRecord]
+    offset: int
+    limit: int
+    has_more: bool
+
+
+def document_page(
+    *,
+    user: AbstractBaseUser,
+    collection: str,
+    limit: int,
+    offset: int = 0,
+    text: str = "",
+    shared: bool = False,
+) -> DocumentPage:
+    """A page of the collection's documents whose title or source contains ``text``
+    (case-insensitively; every document when it is empty).
+
+    The store lists documents by age only, so matching reads them in batches, newest first,
+    until the page is full: a listing of a collection of many thousand documents filtered
+    for a rare word reads them all.
+    """
+    scope = scope_for(user=user, collection=collection, shared=shared)
+    info = scope.store.get_collection(collection, owner=scope.owner)
+    if not text:
+        found = scope.store.list_documents(info, limit=limit + 1, offset=offset)
+        return DocumentPage(found[:limit], offset, limit, len(found) > limit)
+    wanted = text.casefold()
+    matches: list[DocumentRecord] = []
+    read = 0
+    while len(matches) <= offset + limit:
+        batch = scope.store.list_documents(info, limit=DOCUMENT_SCAN_BATCH, offset=read)
+        read += len(batch)
+        matches.extend(
+            d for d in batch if wanted in d.title.casefold() or wanted in d.source.casefold()
+        )
+        if len(batch) < DOCUMENT_SCAN_BATCH:
+            break
+    return DocumentPage(
+        matches[offset : offset + limit], offset, limit, len(matches) > offset + limit
+    )
 
 
 @dataclass(frozen=True)
@@ -73,6 +133,25 @@ def document_find(
         scope_for(user=user, collection=info.name, shared=shared, write=write)
         return FoundDocument(scope, info, document)
     raise DocumentNotFoundError(document_id)
+
+
+def document_readable(*, user: AbstractBaseUser, document_id: str) -> FoundDocument:
+    """Find a document the caller may read: in their own collections, else in the tenant's
+    shared ones (a citation names the document, not which of the two it is in)."""
+    try:
+        return document_find(user=user, document_id=document_id)
+    except DocumentNotFoundError:
+        return document_find(user=user, document_id=document_id, shared=True)
+
+
+def collection_document_chunks(
+    *, user: AbstractBaseUser, collection: str, document_id: str, shared: bool = False
+) -> list[ChunkRecord]:
+    """The chunks of a document of one of the caller's collections (a search hit's, whose
+    collection is known), in index order."""
+    scope = scope_for(user=user, collection=collection, shared=shared)
+    info = scope.store.get_collection(collection, owner=scope.owner)
+    return scope.store.document_chunks(info, document_id)
 
 
 def document_chunks(*, found: FoundDocument) -> list[ChunkRecord]:

@@ -25,6 +25,7 @@ from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_confi
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.ingest import (
+    DEFAULT_COLLECTION_ANALYZER,
     ChunkMetadata,
     IngestProgress,
     IngestResult,
@@ -32,7 +33,7 @@ from rag_plugin.ingest import (
     ingest_texts,
     planned_collection,
 )
-from rag_plugin.stores.base import DocumentInput
+from rag_plugin.stores.base import CollectionInfo, DocumentInput
 
 logger = logging.getLogger("portal.rag")
 
@@ -251,6 +252,30 @@ def _ingest(
             limits=limits,
         )
     return scope, embedder, results
+
+
+def collection_create(
+    *, user: AbstractBaseUser, collection: str, shared: bool = False
+) -> CollectionInfo:
+    """Create an empty collection of the caller's, as the first ingest into it would (the
+    deployment's embedder, the library's default analyzer); an existing one is a conflict."""
+    scope = scope_for(user=user, collection=collection, shared=shared, write=True)
+    embedder = embedder_for(scope.schema_name)
+    info = scope.store.create_collection(
+        collection,
+        dimensions=embedder.dimensions,
+        embedding_model=embedder.model_name,
+        owner=scope.owner,
+        analyzer=DEFAULT_COLLECTION_ANALYZER,
+    )
+    audit.record(
+        "collection.create",
+        actor=user,
+        object_type="collection",
+        object_id=collection,
+        after={"shared": shared},
+    )
+    return info
 
 
 def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool = False) -> int:

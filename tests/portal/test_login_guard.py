@@ -1,4 +1,5 @@
-"""Login limits per account and per address, on the API and both admin sites (SPEC A5, T2)."""
+"""Login limits per account and per address, on the API, both admin sites and the workspace
+(SPEC A5, T2, U1)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,22 @@ def test_admin_logins_are_throttled_per_address(monkeypatch: pytest.MonkeyPatch,
         for i in range(3)
     ]
     assert statuses == [200, 200, 429]
+
+
+@pytest.mark.usefixtures("limits")
+def test_the_workspace_login_has_the_same_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    def workspace_login(password: str, address: str = "10.2.0.1", user: str = "erin") -> int:
+        client = Client(HTTP_HOST=ACME)
+        data = {"username": user, "password": password}
+        return client.post("/login/", data, REMOTE_ADDR=address).status_code
+
+    assert [workspace_login("wrong") for _ in range(2)] == [200, 200]  # the form again
+    assert workspace_login(RIGHT) == 302  # in, and the failures are forgotten
+    assert [workspace_login("wrong", f"10.2.0.{i}") for i in range(3)] == [200] * 3
+    assert workspace_login(RIGHT) == 429
+    monkeypatch.setattr(AdminLoginRateThrottle, "rate", "1/minute")
+    per_address = [workspace_login("x", "10.3.0.1", f"ghost{i}") for i in range(2)]
+    assert per_address == [200, 429]
 
 
 @pytest.mark.usefixtures("limits")

@@ -105,6 +105,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Platform admin: http://localhost:{port}/admin/  (admin / {password})")
         for schema, _, host, users in DEMO_TENANTS:
             names = ", ".join(username for username, _ in users)
+            admins = ", ".join(username for username, is_admin in users if is_admin)
             self.stdout.write(
-                f"Tenant {schema}: http://{host}:{port}/admin/  users {names}, password {password}"
+                f"Tenant {schema}: workspace http://{host}:{port}/  ({names}); "
+                f"admin http://{host}:{port}/admin/  ({admins}); password {password}"
             )

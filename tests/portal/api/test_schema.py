@@ -84,12 +84,15 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
     assert delete["content"]["application/json"]["schema"]["$ref"].endswith(
         "/CollectionDeleteInput"
     )
-    # The login needs no token; every other operation says it needs one.
+    # The login needs no token; every other operation says it needs one, and the chat also
+    # takes the workspace's login session (SPEC U1).
     assert schema["paths"]["/api/auth/login"]["post"].get("security", []) in ([], [{}])
     for path, operations in schema["paths"].items():
         if path.startswith("/api/rag/"):
+            session = [{"cookieAuth": []}] if path == "/api/rag/chat" else []
             for operation in operations.values():
-                assert operation["security"] == [{"bearerAuth": []}], path
+                assert operation["security"] == [{"bearerAuth": []}, *session], path
+    assert schema["components"]["securitySchemes"]["cookieAuth"]["in"] == "cookie"
 
 
 def test_interactive_docs_are_served(portal_server: PortalServer) -> None:

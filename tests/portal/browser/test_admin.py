@@ -111,6 +111,9 @@ def test_a_plain_user_cannot_open_the_admin(page: Any, portal_server: PortalServ
     page.click("input[type=submit]")
     assert "staff account" in page.inner_text(".errornote")
     assert page.url.endswith("/admin/login/")
+    page.click("#workspace-hint a")  # where a user who is no admin logs in
+    page.wait_for_selector("h1:text-is('Log in')")
+    assert page.url.endswith("/login/")
 
 
 def test_admin_adds_a_user_then_revokes_its_api_tokens(
