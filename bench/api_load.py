@@ -15,6 +15,11 @@ requests back to back for ``--seconds``:
   PostgreSQL schema, same threads): the ratio API / library is the API's overhead (HTTP,
   auth, allowlist, JSON, Django);
 - ingest of small new documents through ``POST /api/rag/ingest``.
+
+With ``--metrics-off`` a second server on the same database runs with ``RAG_METRICS_ENABLED=
+false`` and no ``PROMETHEUS_MULTIPROC_DIR``, and hybrid search and ingest alternate between the
+two (on, off, on, off): the ratio is what metrics cost. The audit log is on in both: it
+records writes (the ingest phases), never searches.
 """
 
 from __future__ import annotations
@@ -133,12 +138,69 @@ def run_phase(
     return Phase(name, latencies, errors, time.monotonic() - began)
 
 
+def metrics_comparison(
+    env: dict[str, str], args: argparse.Namespace, token: str, queries: list[str], on_port: int
+) -> list[Phase]:
+    """Hybrid search and ingest alternating between the server with metrics (``on_port``) and
+    one without, twice each; prints the ratios off / on."""
+    off_env = {k: v for k, v in env.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    off_env["RAG_METRICS_ENABLED"] = "false"
+    log = PROJECT_ROOT / ".bench-cache" / "api-load-portal-metrics-off.log"
+    phases: list[Phase] = []
+    totals: dict[tuple[str, str], int] = {}
+    with launch.gunicorn(off_env, log, workers=args.workers, threads=1) as off_port:
+
+        def search(port: int) -> Callable[[int], Callable[[], bool]]:
+            def make(index: int) -> Callable[[], bool]:
+                http = launch.client(port, HOST, token)
+                local = random.Random(index)
+
+                def work() -> bool:
+                    body = {
+                        "collection": COLLECTION,
+                        "query": local.choice(queries),
+                        "strategy": "hybrid",
+                    }
+                    return http.post("/api/rag/search", json=body).status_code == 200
+
+                return work
+
+            return make
+
+        def ingest(port: int) -> Callable[[int], Callable[[], bool]]:
+            def make(index: int) -> Callable[[], bool]:
+                http = launch.client(port, HOST, token)
+                local = random.Random(port + index)
+
+                def work() -> bool:
+                    body = {"collection": COLLECTION, "content": text(local, 120)}
+                    return http.post("/api/rag/ingest", json=body).status_code == 200
+
+                return work
+
+            return make
+
+        for _ in range(2):
+            for kind, make in (("hybrid search", search), ("ingest", ingest)):
+                for state, port in (("on", on_port), ("off", off_port)):
+                    phase = run_phase(
+                        f"metrics {state}: {kind}", args.clients, args.seconds, make(port)
+                    )
+                    phases.append(phase)
+                    totals[(kind, state)] = totals.get((kind, state), 0) + len(phase.latencies)
+    for kind in ("hybrid search", "ingest"):
+        on, off = totals[(kind, "on")], totals[(kind, "off")]
+        print(f"metrics cost on {kind}: on/off throughput {on / off:.3f} ({on} vs {off} requests)")
+    return phases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--documents", type=int, default=300)
+    parser.add_argument("--metrics-off", action="store_true", help="compare with metrics off")
     args = parser.parse_args()
     rng = random.Random(7)
     queries = [text(rng, 4) for _ in range(50)]
@@ -222,6 +284,8 @@ def main() -> None:
                 run_phase("API ingest (120 words)", args.clients, args.seconds, api_ingest)
             )
             store.close()
+            if args.metrics_off:
+                phases += metrics_comparison(env, args, token, queries, port)
 
     print(
         f"{args.clients} clients, gunicorn -w {args.workers}, {args.documents} documents, "

@@ -18,7 +18,7 @@ import hmac
 import ipaddress
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from django.conf import settings
 from django.db import connection
@@ -38,6 +38,7 @@ from prometheus_client.registry import Collector
 from portal.api.errors import json_error
 from portal.rag.errors import database_unavailable
 from portal.rag.metrics import LATENCY_BUCKETS
+from portal.rag.runtime import pool_stats_counted
 
 PATH = "/metrics"
 
@@ -107,7 +108,8 @@ def allowed(request: HttpRequest) -> bool:
         address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
     except ValueError:
         return False
-    return any(address in ipaddress.ip_network(net) for net in config["ADDRESSES"])
+    networks: Sequence[str] = config["ADDRESSES"]
+    return any(address in ipaddress.ip_network(net) for net in networks)
 
 
 def metrics_response(request: HttpRequest) -> HttpResponse:
@@ -144,6 +146,7 @@ class MetricsMiddleware:
         method = request.method if request.method in _METHODS else "OTHER"
         HTTP_LATENCY.labels(method, route).observe(time.perf_counter() - started)
         HTTP_REQUESTS.labels(method, route, str(response.status_code)).inc()
+        pool_stats_counted()
         return response
 
 

@@ -271,6 +271,9 @@ RAG_FILES = {
 # GET /metrics (portal/metrics.py): never public; a bearer token, or addresses (CIDRs), or
 # both. Every process counts into PROMETHEUS_MULTIPROC_DIR where it is set (gunicorn workers
 # and ingestion workers alike; empty it when the deployment starts).
+# Off: no /metrics and no per-request counting (bench/api_load.py --metrics-off measures what
+# they cost); the operator's choice, on by default.
+RAG_METRICS_ENABLED = env_bool("RAG_METRICS_ENABLED", True)
 RAG_METRICS = {
     "TOKEN": os.environ.get("RAG_METRICS_TOKEN", ""),
     "ADDRESSES": [
@@ -278,6 +281,8 @@ RAG_METRICS = {
         for address in env_list("RAG_METRICS_ADDRESSES", [])
     ],
 }
+if not RAG_METRICS_ENABLED:
+    MIDDLEWARE.remove("portal.metrics.MetricsMiddleware")
 # The audit log (portal/rag/audit.py): events older than this many days are deleted by
 # `manage.py rag_audit_prune` (run it daily, e.g. from cron).
 RAG_AUDIT_RETENTION_DAYS = int(os.environ.get("RAG_AUDIT_RETENTION_DAYS", "365"))

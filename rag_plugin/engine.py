@@ -45,6 +45,7 @@ import dataclasses
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -190,11 +191,36 @@ class CollectionSearcher:
     ``embedder`` is either one :class:`Embedder` or a resolver that returns the embedder for
     a collection (for stores whose collections use different models). It is consulted only
     when a dense leg runs.
+
+    ``leg_timer``, when given, is told each leg's strategy and its seconds (a dense leg's
+    include embedding the query), e.g. to feed a latency metric; without it nothing is timed.
     """
 
-    def __init__(self, store: Store, embedder: Embedder | EmbedderResolver) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | EmbedderResolver,
+        *,
+        leg_timer: Callable[[SearchStrategy, float], None] | None = None,
+    ) -> None:
         self.store = store
         self._embedder = embedder
+        self._leg_timer = leg_timer
+
+    def _timed(self, strategy: SearchStrategy, leg: _Leg) -> _Leg:
+        """``leg``, reporting its time to the leg timer when there is one."""
+        timer = self._leg_timer
+        if timer is None:
+            return leg
+
+        def timed() -> Sequence[ScoredChunk]:
+            started = time.perf_counter()
+            try:
+                return leg()
+            finally:
+                timer(strategy, time.perf_counter() - started)
+
+        return timed
 
     def search(
         self,
@@ -275,12 +301,18 @@ class CollectionSearcher:
                 explain,
             )
         else:
-            if chosen is SearchStrategy.SEMANTIC:
-                found = self._dense(collection, query, top_k, filters, query_vector)
-            elif chosen is SearchStrategy.BM25:
-                found = self.store.bm25(collection, lexical_query, top_k, filters)
-            else:
-                found = self.store.fuzzy(collection, lexical_query, top_k, filters)
+            single: dict[SearchStrategy, _Leg] = {
+                SearchStrategy.SEMANTIC: lambda: self._dense(
+                    collection, query, top_k, filters, query_vector
+                ),
+                SearchStrategy.BM25: lambda: self.store.bm25(
+                    collection, lexical_query, top_k, filters
+                ),
+                SearchStrategy.FUZZY: lambda: self.store.fuzzy(
+                    collection, lexical_query, top_k, filters
+                ),
+            }
+            found = self._timed(chosen, single[chosen])()
             hits = _ranked(
                 {hit.chunk.id: hit.chunk for hit in found},
                 [SearchResult(hit.chunk.id, hit.score) for hit in found],
@@ -354,7 +386,7 @@ class CollectionSearcher:
                 )
             )
         concurrent = self.store.concurrent_legs
-        found_by_leg = _run_legs([run for run, _, _ in runs], concurrent)
+        found_by_leg = _run_legs([self._timed(leg, run) for run, _, leg in runs], concurrent)
         legs = [(found, w) for found, (_, w, _) in zip(found_by_leg, runs, strict=True)]
         chunks = {hit.chunk.id: hit.chunk for found, _ in legs for hit in found}
         fused = fusion.fuse([([hit.chunk.id for hit in found], w) for found, w in legs])

@@ -208,7 +208,10 @@ class ChatView(APIView):
     authentication_classes = (BearerTokenAuthentication, SessionAuthentication)
     renderer_classes = (JSONRenderer, EventStreamRenderer)
 
+    # Documented for API clients, who send a bearer token: the session is the workspace's own
+    # page calling its server (and a fuzzer would otherwise send made-up cookies).
     @extend_schema(
+        auth=[{"bearerAuth": []}],  # type: ignore[list-item]  # security requirements
         request=ChatInput,
         responses={
             (200, "application/json"): ChatOutput,

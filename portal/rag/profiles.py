@@ -19,7 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
 from portal.rag.errors import LlmError, SourceNotAllowedError
-from portal.rag.metrics import LLM_CALLS, LLM_LATENCY
+from portal.rag.metrics import LLM_CALLS, LLM_LATENCY, time_leg
 from portal.rag.runtime import embedder_for, llm, store_for
 from portal.rag.scope import scope_for
 from rag_plugin.citations import ContextResult, build_context_result
@@ -181,7 +181,11 @@ def profile_context(
     refs, skipped, library_profile = resolved.refs, resolved.skipped, resolved.library_profile
     scope = scope_for(user=user, collection=None)
     retriever = MultiCollectionRetriever(
-        CollectionSearcher(scope.store, embedder_for(scope.schema_name, read_only=read_only))
+        CollectionSearcher(
+            scope.store,
+            embedder_for(scope.schema_name, read_only=read_only),
+            leg_timer=time_leg,
+        )
     )
     retrieval = retriever.run(query, refs, library_profile, explain=explain) if refs else None
     result = (

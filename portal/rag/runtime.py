@@ -24,6 +24,7 @@ from llama_index.core.llms import LLM
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
+from portal.rag.metrics import count_embedding, count_pool
 from rag_plugin.embedding import Embedder, FastEmbedEmbedder
 from rag_plugin.embedding.cache import EmbeddingCache, ReadOnlyEmbeddingCache
 from rag_plugin.exceptions import ConfigurationError
@@ -74,6 +75,13 @@ POOL_TIMEOUT_S = 10.0
 # one at once. psycopg_pool's default (5 min) lets the waits grow to minutes, so a database
 # back after a long outage would go unused for as long.
 POOL_RECONNECT_S = 5.0
+
+
+def pool_stats_counted() -> None:
+    """Hand what the pool did since the last call to the metrics (an app process calls it after
+    each request); nothing before the pool is first used."""
+    if pool.cache_info().currsize:
+        count_pool(pool().pop_stats())
 
 
 @cache
@@ -220,6 +228,12 @@ def embedder_for(schema_name: str, *, read_only: bool = False) -> Embedder:
     embedding_cache = _embedding_cache(schema_name)
     if read_only:
         embedding_cache = ReadOnlyEmbeddingCache(embedding_cache)
+    embedder = _new_embedder(embedding_cache)
+    embedder.on_count = count_embedding  # texts embedded and cache hits, for /metrics
+    return embedder
+
+
+def _new_embedder(embedding_cache: EmbeddingCache) -> Embedder:
     backend = _rag()["EMBEDDER"]
     if backend == "fastembed":
         model = _fastembed_model(_rag()["EMBEDDING_MODEL"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from portal.rag.metrics import SEARCH_LATENCY
+from portal.rag.metrics import SEARCH_LATENCY, time_leg
 from portal.rag.runtime import embedder_for
 from portal.rag.scope import Scope, reachable, scope_for
 from rag_plugin.engine import CollectionSearcher, SearchOutcome, rerank_outcome
@@ -175,7 +175,7 @@ def rag_search(
     started = time.perf_counter()
     scope = scope_for(user=user, collection=collection, shared=shared)
     info = scope.store.get_collection(collection, owner=scope.owner)
-    searcher = CollectionSearcher(scope.store, embedder_for(scope.schema_name))
+    searcher = CollectionSearcher(scope.store, embedder_for(scope.schema_name), leg_timer=time_leg)
     outcome = searcher.search(
         info,
         query,

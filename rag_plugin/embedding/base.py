@@ -73,6 +73,9 @@ class Embedder(ABC):
         self.batch_size = batch_size
         self._stats = EmbedderStats()
         self._stats_lock = threading.Lock()
+        self.on_count: Callable[[dict[str, int]], None] | None = None
+        """Told every increment of :attr:`stats`' counters (``{"texts_embedded": 32}``), e.g.
+        to feed a metric; None: nobody is."""
         # Set by the first vector seen (or preset by a subclass that knows its dimension);
         # every later vector must match it, so one embedder never mixes dimensions.
         self._known_dimensions: int | None = None
@@ -242,3 +245,5 @@ class Embedder(ABC):
         with self._stats_lock:
             for name, value in increments.items():
                 setattr(self._stats, name, getattr(self._stats, name) + value)
+        if self.on_count is not None:
+            self.on_count(increments)

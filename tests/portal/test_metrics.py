@@ -125,3 +125,32 @@ def test_requests_searches_and_jobs_move_the_numbers(portal_server: PortalServer
         after, "rag_jobs_ended_total", **done
     )
     assert value(ended, "rag_job_duration_seconds_count", kind="document") >= 1
+
+
+def test_legs_embedding_and_the_pool_are_counted(portal_server: PortalServer) -> None:
+    source = portal_server.new_source()
+    text = "Kingfishers dive for small fish in clear water. " * 6
+    with portal_server.api(ACME, "alice") as api:
+        before = samples(portal_server)
+        api.post("/api/rag/ingest", json={"collection": source, "content": text})
+        # The same text again, as another document: every chunk's vector is in the cache.
+        api.post("/api/rag/ingest", json={"collection": source, "content": text, "source": "b"})
+        for _ in range(2):
+            found = api.post(
+                "/api/rag/search",
+                json={"collection": source, "query": "kingfisher", "strategy": "hybrid"},
+            )
+            assert found.status_code == 200
+        after = samples(portal_server)
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    for leg in ("semantic", "bm25", "fuzzy"):
+        assert grew("rag_search_leg_duration_seconds_count", leg=leg) == 2, leg
+    assert grew("rag_search_leg_duration_seconds_sum", leg="semantic") > 0
+    embedded = grew("rag_embedding_texts_total", source="embedded")
+    assert embedded >= 1  # the first document's chunks (and the queries, once)
+    assert grew("rag_embedding_texts_total", source="cache_hit") >= embedded - 1
+    assert grew("rag_pool_usage_seconds_total") > 0
+    assert value(after, "rag_pool_connections") >= 1

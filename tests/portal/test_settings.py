@@ -70,3 +70,10 @@ def test_the_readmes_production_variables_pass_check_deploy() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_metrics_are_counted_unless_the_operator_turns_them_off() -> None:
+    show = "import portal.settings as s; print('portal.metrics.MetricsMiddleware' in s.MIDDLEWARE)"
+    assert run_python(show, DJANGO_DEBUG="true").stdout.split() == ["True"]
+    off = run_python(show, DJANGO_DEBUG="true", RAG_METRICS_ENABLED="false")
+    assert off.stdout.split() == ["False"], off.stderr

@@ -541,3 +541,22 @@ def test_rerank_keeps_the_explanation(searcher: CollectionSearcher, collection, 
 def test_top_k_zero_explains_that_no_leg_ran(searcher: CollectionSearcher, collection) -> None:
     outcome = searcher.search(collection, "quick fox", top_k=0, explain=True)
     assert outcome.explanation == SearchExplanation(())
+
+
+def test_a_leg_timer_is_told_each_legs_time_and_changes_no_result(
+    store: MemoryStore, embedder: TableEmbedder, collection: CollectionInfo, doc: str
+) -> None:
+    timed: list[tuple[SearchStrategy, float]] = []
+    plain = CollectionSearcher(store, embedder)
+    timing = CollectionSearcher(store, embedder, leg_timer=lambda leg, s: timed.append((leg, s)))
+    for strategy in ("hybrid", "bm25"):
+        assert pairs(timing.search(collection, "quick fox", strategy=strategy).hits) == pairs(
+            plain.search(collection, "quick fox", strategy=strategy).hits
+        )
+    assert [leg for leg, _ in timed] == [
+        SearchStrategy.SEMANTIC,
+        SearchStrategy.BM25,
+        SearchStrategy.FUZZY,
+        SearchStrategy.BM25,
+    ]
+    assert all(seconds >= 0 for _, seconds in timed)

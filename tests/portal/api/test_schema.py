@@ -84,15 +84,13 @@ def test_openapi_schema_lists_every_route_with_its_methods(portal_server: Portal
     assert delete["content"]["application/json"]["schema"]["$ref"].endswith(
         "/CollectionDeleteInput"
     )
-    # The login needs no token; every other operation says it needs one, and the chat also
-    # takes the workspace's login session (SPEC U1).
+    # The login needs no token; every other operation says it needs one (the chat also takes
+    # the workspace's login session, SPEC U1, which API clients have no use for).
     assert schema["paths"]["/api/auth/login"]["post"].get("security", []) in ([], [{}])
     for path, operations in schema["paths"].items():
         if path.startswith("/api/rag/"):
-            session = [{"cookieAuth": []}] if path == "/api/rag/chat" else []
             for operation in operations.values():
-                assert operation["security"] == [{"bearerAuth": []}, *session], path
-    assert schema["components"]["securitySchemes"]["cookieAuth"]["in"] == "cookie"
+                assert operation["security"] == [{"bearerAuth": []}], path
 
 
 def test_interactive_docs_are_served(portal_server: PortalServer) -> None:
