@@ -138,6 +138,40 @@ def run_phase(
     return Phase(name, latencies, errors, time.monotonic() - began)
 
 
+def search_workers(
+    port: int, token: str, queries: list[str], strategy: str
+) -> Callable[[int], Callable[[], bool]]:
+    """Client ``index``'s search loop body against the server on ``port``."""
+
+    def make(index: int) -> Callable[[], bool]:
+        http = launch.client(port, HOST, token)
+        local = random.Random(index)
+
+        def work() -> bool:
+            body = {"collection": COLLECTION, "query": local.choice(queries), "strategy": strategy}
+            return http.post("/api/rag/search", json=body).status_code == 200
+
+        return work
+
+    return make
+
+
+def ingest_workers(port: int, token: str, seed: int) -> Callable[[int], Callable[[], bool]]:
+    """Client ``index``'s loop body ingesting new 120-word documents on ``port``."""
+
+    def make(index: int) -> Callable[[], bool]:
+        http = launch.client(port, HOST, token)
+        local = random.Random(seed + index)
+
+        def work() -> bool:
+            body = {"collection": COLLECTION, "content": text(local, 120)}
+            return http.post("/api/rag/ingest", json=body).status_code == 200
+
+        return work
+
+    return make
+
+
 def metrics_comparison(
     env: dict[str, str], args: argparse.Namespace, token: str, queries: list[str], on_port: int
 ) -> list[Phase]:
@@ -149,42 +183,16 @@ def metrics_comparison(
     phases: list[Phase] = []
     totals: dict[tuple[str, str], int] = {}
     with launch.gunicorn(off_env, log, workers=args.workers, threads=1) as off_port:
-
-        def search(port: int) -> Callable[[int], Callable[[], bool]]:
-            def make(index: int) -> Callable[[], bool]:
-                http = launch.client(port, HOST, token)
-                local = random.Random(index)
-
-                def work() -> bool:
-                    body = {
-                        "collection": COLLECTION,
-                        "query": local.choice(queries),
-                        "strategy": "hybrid",
-                    }
-                    return http.post("/api/rag/search", json=body).status_code == 200
-
-                return work
-
-            return make
-
-        def ingest(port: int) -> Callable[[int], Callable[[], bool]]:
-            def make(index: int) -> Callable[[], bool]:
-                http = launch.client(port, HOST, token)
-                local = random.Random(port + index)
-
-                def work() -> bool:
-                    body = {"collection": COLLECTION, "content": text(local, 120)}
-                    return http.post("/api/rag/ingest", json=body).status_code == 200
-
-                return work
-
-            return make
-
         for _ in range(2):
-            for kind, make in (("hybrid search", search), ("ingest", ingest)):
+            for kind in ("hybrid search", "ingest"):
                 for state, port in (("on", on_port), ("off", off_port)):
+                    workers = (
+                        search_workers(port, token, queries, "hybrid")
+                        if kind == "hybrid search"
+                        else ingest_workers(port, token, seed=port)
+                    )
                     phase = run_phase(
-                        f"metrics {state}: {kind}", args.clients, args.seconds, make(port)
+                        f"metrics {state}: {kind}", args.clients, args.seconds, workers
                     )
                     phases.append(phase)
                     totals[(kind, state)] = totals.get((kind, state), 0) + len(phase.latencies)
@@ -217,23 +225,6 @@ def main() -> None:
                     body = {"collection": COLLECTION, "content": text(rng, 120)}
                     api.post("/api/rag/ingest", json=body).raise_for_status()
 
-            def api_search(strategy: str) -> Callable[[int], Callable[[], bool]]:
-                def make(index: int) -> Callable[[], bool]:
-                    http = launch.client(port, HOST, token)
-                    local = random.Random(index)
-
-                    def work() -> bool:
-                        body = {
-                            "collection": COLLECTION,
-                            "query": local.choice(queries),
-                            "strategy": strategy,
-                        }
-                        return http.post("/api/rag/search", json=body).status_code == 200
-
-                    return work
-
-                return make
-
             with psycopg.connect(url) as conn:
                 alice = conn.execute(
                     "SELECT id FROM acme.auth_user WHERE username = 'alice'"
@@ -255,21 +246,14 @@ def main() -> None:
 
                 return make
 
-            def api_ingest(index: int) -> Callable[[], bool]:
-                http = launch.client(port, HOST, token)
-                local = random.Random(1000 + index)
-
-                def work() -> bool:
-                    body = {"collection": COLLECTION, "content": text(local, 120)}
-                    return http.post("/api/rag/ingest", json=body).status_code == 200
-
-                return work
-
             phases = []
             for strategy in ("semantic", "hybrid"):
                 phases.append(
                     run_phase(
-                        f"API search {strategy}", args.clients, args.seconds, api_search(strategy)
+                        f"API search {strategy}",
+                        args.clients,
+                        args.seconds,
+                        search_workers(port, token, queries, strategy),
                     )
                 )
                 phases.append(
@@ -281,7 +265,12 @@ def main() -> None:
                     )
                 )
             phases.append(
-                run_phase("API ingest (120 words)", args.clients, args.seconds, api_ingest)
+                run_phase(
+                    "API ingest (120 words)",
+                    args.clients,
+                    args.seconds,
+                    ingest_workers(port, token, seed=1000),
+                )
             )
             store.close()
             if args.metrics_off:
@@ -295,11 +284,11 @@ def main() -> None:
         print(phase.row())
     by_name = {phase.name: phase for phase in phases}
     for strategy in ("semantic", "hybrid"):
-        api, lib = by_name[f"API search {strategy}"], by_name[f"library search {strategy}"]
+        served, direct = by_name[f"API search {strategy}"], by_name[f"library search {strategy}"]
+        p50 = statistics.median(served.latencies) / statistics.median(direct.latencies)
         print(
-            f"API overhead {strategy:8}: throughput {lib.rps / api.rps:5.2f}x lower, "
-            f"p50 {statistics.median(api.latencies) / statistics.median(lib.latencies):5.2f}x, "
-            f"p95 {api.percentile(0.95) / lib.percentile(0.95):5.2f}x"
+            f"API overhead {strategy:8}: throughput {direct.rps / served.rps:5.2f}x lower, "
+            f"p50 {p50:5.2f}x, p95 {served.percentile(0.95) / direct.percentile(0.95):5.2f}x"
         )
 
 

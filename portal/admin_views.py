@@ -27,6 +27,7 @@ from portal.api.files import download
 from portal.rag import audit
 from portal.rag.files import collection_original, collection_originals, files_forget
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
+from portal.rag.passages import chunk_row
 from portal.rag.playground import (
     PlaygroundCollection,
     PlaygroundQuery,
@@ -39,11 +40,10 @@ from portal.rag.playground import (
 from portal.rag.runtime import store_for
 from portal.rag.scope import owner_for
 from rag_plugin.chunking import ChunkingStrategy
-from rag_plugin.citations import metadata_pages, page_label
 from rag_plugin.exceptions import InvalidInputError, NotFoundError, RagError
 from rag_plugin.files import SUPPORTED_MEDIA_TYPES
 from rag_plugin.rerank import RerankMode
-from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Store
+from rag_plugin.stores.base import CollectionInfo, Store
 from tenants.models import IngestJob, StoredFile
 
 SHARED = "shared"
@@ -271,26 +271,6 @@ def _delete(
     messages.success(request, f"Deleted document {document_id}.")
 
 
-@dataclass(frozen=True)
-class ChunkRow:
-    """A chunk as the document page shows it: the record and where in the file it lies."""
-
-    chunk: ChunkRecord
-    pages: str
-    section: str
-    has_image: bool
-
-
-def _chunk_row(chunk: ChunkRecord) -> ChunkRow:
-    section = chunk.metadata.get("section")
-    return ChunkRow(
-        chunk,
-        page_label(*metadata_pages(chunk.metadata)),
-        section if isinstance(section, str) else "",
-        bool(chunk.metadata.get("has_image")),
-    )
-
-
 def document_view(request: HttpRequest, owner: str, name: str, document_id: str) -> HttpResponse:
     """One document: its metadata, its original and the jobs that read it, and its chunks with
     their pages and exact offsets (read-only)."""
@@ -317,7 +297,7 @@ def document_view(request: HttpRequest, owner: str, name: str, document_id: str)
             metadata=sorted(document.metadata.items()),
             original=original,
             jobs=jobs,
-            chunks=[_chunk_row(chunk) for chunk in store.document_chunks(info, document_id)],
+            chunks=[chunk_row(chunk) for chunk in store.document_chunks(info, document_id)],
         ),
     )
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from portal.embedded_db import PROJECT_ROOT
@@ -64,3 +66,78 @@ def test_the_business_layer_never_imports_the_http_layer() -> None:
         for path in sorted((PROJECT_ROOT / "portal" / "rag").rglob("*.py"))
     }
     assert {path: names for path, names in offending.items() if names} == {}
+
+
+def _imported_modules(package: Path) -> set[str]:
+    """Every absolute module a package's code imports, by ``import``, ``from`` or
+    ``importlib.import_module("...")`` with a literal name."""
+    found: set[str] = set()
+    for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.pyi")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "import_module"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.add(node.args[0].value)
+    return found
+
+
+def _normalized(requirement: str) -> tuple[str, frozenset[str]]:
+    """A requirement's distribution name (PEP 503) and extras: ``psycopg[binary,pool]>=3``."""
+    match = re.match(r"\s*([A-Za-z0-9_.-]+)\s*(?:\[([^\]]*)\])?", requirement)
+    assert match is not None, requirement
+    extras = frozenset(e.strip() for e in (match.group(2) or "").split(",") if e.strip())
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower(), extras
+
+
+def _distribution_of(module: str, distributions: dict[str, list[str]]) -> set[str]:
+    """The distributions that may provide ``module``: for a namespace package (llama_index)
+    the one whose files hold that module's path."""
+    from importlib.metadata import distribution
+
+    top = module.split(".")[0]
+    candidates = {re.sub(r"[-_.]+", "-", d).lower() for d in distributions.get(top, [])}
+    if len(candidates) <= 1:
+        return candidates
+    path = module.replace(".", "/")
+    return {
+        name
+        for name in candidates
+        if any(str(f).startswith((path + "/", path + ".")) for f in distribution(name).files or ())
+    }
+
+
+def test_the_library_declares_exactly_the_distributions_it_imports() -> None:
+    """pyproject.toml's dependencies (and extras) are the third-party distributions
+    rag_plugin's code imports: none missing (an install would break) and none unused."""
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    declared = dict(_normalized(r) for r in project["dependencies"])
+    optional = dict(
+        _normalized(r) for group in project["optional-dependencies"].values() for r in group
+    )
+    # What a declared extra brings in its own distribution.
+    provided_by_extra = {("psycopg", "pool"): "psycopg-pool"}
+    brought = {
+        dist for (name, extra), dist in provided_by_extra.items() if extra in declared.get(name, ())
+    }
+    distributions = packages_distributions()
+    imported = set()
+    for module in _imported_modules(PROJECT_ROOT / "rag_plugin"):
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top in {"rag_plugin", "__future__"}:
+            continue
+        found = _distribution_of(module, distributions)
+        assert found, f"{module} is imported but no installed distribution provides it"
+        imported |= found
+    assert sorted(imported - set(declared) - set(optional) - brought) == []
+    assert sorted(set(declared) - imported) == []

@@ -124,3 +124,25 @@ def _passage(chunk: ChunkRecord, before: str, after: str) -> Passage:
     return Passage(
         chunk, before, chunk.content, after, page_label(first_page, last_page), first_page
     )
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk as a document's page lists it (the admin's and the workspace's): the record
+    and where in the file it lies."""
+
+    chunk: ChunkRecord
+    pages: str
+    section: str
+    has_image: bool
+
+
+def chunk_row(chunk: ChunkRecord) -> ChunkRow:
+    """``chunk`` with its pages (``p. 3``, ``pp. 3–4`` or empty), section and image flag."""
+    section = chunk.metadata.get("section")
+    return ChunkRow(
+        chunk,
+        page_label(*metadata_pages(chunk.metadata)),
+        section if isinstance(section, str) else "",
+        bool(chunk.metadata.get("has_image")),
+    )

@@ -7,8 +7,6 @@ jobs panel is an htmx fragment that reloads itself while a job is unfinished.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -18,13 +16,11 @@ from django.views.decorators.http import require_GET, require_POST
 from portal.api.files import download
 from portal.rag import jobs, selectors, services
 from portal.rag.files import original_of
-from portal.rag.passages import page_passage
+from portal.rag.passages import chunk_row, page_passage
 from portal.rag.selectors import FoundDocument
 from portal.workspace.access import is_fragment, member, user_of
 from portal.workspace.forms import PasteForm, UploadForm
-from rag_plugin.citations import metadata_pages, page_label
 from rag_plugin.exceptions import NotFoundError, RagError
-from rag_plugin.stores.base import ChunkRecord
 from tenants.models import StoredFile
 
 PAGE_SIZE = 20
@@ -171,24 +167,6 @@ def paste_view(request: HttpRequest, name: str) -> HttpResponse:
     return HttpResponseRedirect(reverse("workspace:collection", args=[name]))
 
 
-@dataclass(frozen=True)
-class ChunkRow:
-    """A chunk as the document page lists it, with the pages it lies on."""
-
-    chunk: ChunkRecord
-    pages: str
-    section: str
-
-
-def _chunk_row(chunk: ChunkRecord) -> ChunkRow:
-    section = chunk.metadata.get("section")
-    return ChunkRow(
-        chunk,
-        page_label(*metadata_pages(chunk.metadata)),
-        section if isinstance(section, str) else "",
-    )
-
-
 def _original(found: FoundDocument) -> StoredFile | None:
     try:
         return original_of(found)
@@ -211,7 +189,7 @@ def document_view(request: HttpRequest, document_id: str) -> HttpResponse:
             "shared": found.scope.owner is None,
             "metadata": sorted(document.metadata.items()),
             "original": _original(found),
-            "chunks": [_chunk_row(c) for c in selectors.document_chunks(found=found)],
+            "chunks": [chunk_row(c) for c in selectors.document_chunks(found=found)],
         },
     )
 
