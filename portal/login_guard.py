@@ -3,7 +3,7 @@
 Two limits, both kept in the database cache so every app process shares them:
 
 - **per client address** (and tenant): every attempt counts, at ``RAG_LOGIN_RATE`` (default
-  10 a minute) — DRF's :class:`~portal.api.throttling.LoginRateThrottle` on the API, the same
+  10 a minute) — DRF's :class:`~portal.throttling.LoginRateThrottle` on the API, the same
   throttle class here for the admins' and the workspace's login forms;
 - **per account** (and tenant): failures count, at most ``RAG_LOGIN_ACCOUNT_FAILURES``
   (default 10) within ``RAG_LOGIN_ACCOUNT_WINDOW_S`` seconds (default 900); a success clears
@@ -33,7 +33,7 @@ from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
-from portal.api.throttling import AdminLoginRateThrottle
+from portal.throttling import AdminLoginRateThrottle
 
 __all__ = ["AdminLoginGuardMiddleware", "FailedLogins"]
 

@@ -301,7 +301,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "login": os.environ.get("RAG_LOGIN_RATE", "10/minute"),
         "admin_login": os.environ.get("RAG_LOGIN_RATE", "10/minute"),
-        # Per user, e.g. "600/minute"; unset: no limit (portal/api/throttling.py).
+        # Per user, e.g. "600/minute"; unset: no limit (portal/throttling.py).
         "search": os.environ.get("RAG_SEARCH_RATE") or None,
         "chat": os.environ.get("RAG_CHAT_RATE") or None,
         "ingest": os.environ.get("RAG_INGEST_RATE") or None,

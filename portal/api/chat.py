@@ -39,10 +39,10 @@ from portal.api.fields import (
     StrictBooleanField,
     StrictCharField,
 )
-from portal.api.throttling import ChatRateThrottle
 from portal.api.views import ERRORS, context_body, profile_request
 from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
 from portal.rag.errors import LlmError
+from portal.throttling import ChatRateThrottle
 
 MAX_CHAT_MESSAGES = int(settings.RAG_API["MAX_CHAT_MESSAGES"])
 MAX_CHAT_MESSAGE_CHARS = int(settings.RAG_API["MAX_CHAT_MESSAGE_CHARS"])

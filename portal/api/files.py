@@ -33,10 +33,10 @@ from portal.api.fields import (
     StrictCharField,
 )
 from portal.api.job_outputs import JobOutput
-from portal.api.throttling import IngestRateThrottle
 from portal.api.views import DOCUMENT_ID_PARAM, ERRORS, SHARED_PARAM, _shared
 from portal.rag import files
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
+from portal.throttling import IngestRateThrottle
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.files import SUPPORTED_MEDIA_TYPES
 from tenants.models import StoredFile

@@ -17,12 +17,6 @@ from rest_framework.views import APIView
 
 from portal.api import serializers as s
 from portal.api.job_outputs import JobAcceptedOutput, accepted
-from portal.api.throttling import (
-    ChatRateThrottle,
-    IngestRateThrottle,
-    LoginRateThrottle,
-    SearchRateThrottle,
-)
 from portal.api.tokens import issue_token
 from portal.login_guard import FailedLogins
 from portal.rag import jobs, selectors, services
@@ -31,6 +25,12 @@ from portal.rag.profiles import (
     RequestedCollection,
     profile_answer,
     profile_context,
+)
+from portal.throttling import (
+    ChatRateThrottle,
+    IngestRateThrottle,
+    LoginRateThrottle,
+    SearchRateThrottle,
 )
 from rag_plugin.engine import SearchHit
 from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, ChunkRecord, DocumentRecord

@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.test import Client
 from django_tenants.utils import schema_context
 
-from portal.api.throttling import AdminLoginRateThrottle, LoginRateThrottle
+from portal.throttling import AdminLoginRateThrottle, LoginRateThrottle
 
 pytestmark = pytest.mark.django_db
 

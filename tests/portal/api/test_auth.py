@@ -10,8 +10,8 @@ from django.db import connection
 from django.test import Client
 from django_tenants.utils import schema_context
 
-from portal.api.throttling import LoginRateThrottle
 from portal.api.tokens import issue_token, user_for_token
+from portal.throttling import LoginRateThrottle
 from tests.conftest import PortalServer
 
 ACME = "acme.localhost"

@@ -1,7 +1,9 @@
-"""Login throttling: attempts per client address and tenant, in the shared database cache.
+"""Request rates, counted in the shared database cache so every app process sees them:
+login attempts per client address and tenant (the API's, and the admins' and workspace's
+through :mod:`portal.login_guard`), and a user's searches, chats and ingests (SPEC O7).
 
 The address is the connection's, or with ``RAG_TRUSTED_PROXIES`` = N > 0 the one N proxies
-back in ``X-Forwarded-For`` (DRF's ``NUM_PROXIES``); per-account limits are in
+back in ``X-Forwarded-For`` (DRF's ``NUM_PROXIES``); per-account login limits are in
 :mod:`portal.login_guard`.
 """
 

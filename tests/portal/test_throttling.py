@@ -12,8 +12,8 @@ from django.db import connection
 from django.test import Client
 from django_tenants.utils import schema_context
 
-from portal.api.throttling import IngestRateThrottle, SearchRateThrottle
 from portal.api.tokens import issue_token
+from portal.throttling import IngestRateThrottle, SearchRateThrottle
 
 pytestmark = pytest.mark.django_db
 
