@@ -38,6 +38,7 @@ def test_a_plain_body_parses() -> None:
         ('{"n": ' + "9" * 5000 + "}", "JSON parse error"),
         ('{"content": "a\\u0000b"}', "content: text must not contain a NUL character"),
         ('{"m": {"x": ["ok", "\\ud800"]}}', "m.x[1]: text must not contain an unpaired"),
+        ('{"m": "caf\\u00e9 \\udfff"}', "m: text must not contain an unpaired"),
         ('{"m": {"a\\u0000": 1}}', "m: a key must not contain a NUL character"),
         ("{", "JSON parse error"),
     ],
