@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import filesizeformat
 from django_tenants.utils import schema_context
 
-from portal.rag import quotas
+from portal.rag import audit, quotas
 from tenants.admin_audit import AuditedAdmin
 from tenants.models import Limits, Tenant, UserQuota
 
@@ -101,9 +101,29 @@ class UserQuotaAdmin(AuditedAdmin):
 
 
 class TenantLimitsMixin:
-    """The platform admin's tenant page: its limits (the model's fields) and its usage."""
+    """The platform admin's tenant page: its limits (the model's fields) and its usage. A
+    change of the limits is recorded in the tenant's own audit log, where its admins see it,
+    by the platform operator's name."""
 
     readonly_fields: tuple[str, ...] = ("usage",)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        stored = Tenant.objects.filter(pk=obj.pk).first() if change else None
+        before = {f: getattr(stored, f) for f in Limits.LIMIT_FIELDS} if stored else None
+        super().save_model(request, obj, form, change)  # type: ignore[misc]
+        after = {f: getattr(obj, f) for f in Limits.LIMIT_FIELDS}
+        if before == after or (before is None and not any(v is not None for v in after.values())):
+            return
+        with schema_context(obj.schema_name):
+            audit.record(
+                "tenant.limits_update",
+                actor=None,
+                actor_name=f"platform:{request.user.get_username()}",
+                object_type="tenant",
+                object_id=obj.schema_name,
+                before=before,
+                after=after,
+            )
 
     @admin.display(description="Usage / limit")
     def usage(self, tenant: Model) -> str:

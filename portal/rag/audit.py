@@ -64,12 +64,20 @@ def record(
     object_id: str = "",
     before: Mapping[str, Any] | None = None,
     after: Mapping[str, Any] | None = None,
+    actor_name: str | None = None,
 ) -> AuditEvent:
-    """Append one event (in the caller's transaction: a write that rolls back leaves none)."""
+    """Append one event (in the caller's transaction: a write that rolls back leaves none).
+
+    ``actor_name`` names an actor who is no user of this schema (the platform's operator
+    changing the tenant's quotas); the event then has no actor id."""
     context = _REQUEST.get()
+    if actor_name is not None:
+        actor = None
     return AuditEvent.objects.create(
         actor_id=getattr(actor, "pk", None),
-        actor_name=actor.get_username() if actor is not None else "",
+        actor_name=actor_name
+        if actor_name is not None
+        else (actor.get_username() if actor is not None else ""),
         action=action,
         object_type=object_type,
         object_id=str(object_id)[:255],

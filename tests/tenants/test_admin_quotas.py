@@ -78,3 +78,27 @@ def test_the_platform_admin_sets_and_sees_a_tenants_limits() -> None:
     page = client.get(f"/admin/tenants/tenant/{tenant.pk}/change/").content.decode()
     assert 'name="max_chunks"' in page
     assert "no limit chunks" in page
+
+
+def test_a_change_of_a_tenants_limits_is_in_the_tenants_audit_log() -> None:
+    from django.test import RequestFactory
+
+    from tenants.admin import platform_admin_site
+    from tenants.services import user_ensure
+
+    user_ensure(schema_name="public", username="root_l", password="pw-123456789", is_admin=True)
+    request = RequestFactory().post("/admin/")
+    with schema_context("public"):
+        request.user = User.objects.get(username="root_l")
+        tenant = Tenant.objects.get(schema_name="acme")
+        tenant.max_chunks = 500
+        try:
+            platform_admin_site._registry[Tenant].save_model(request, tenant, None, True)
+        finally:
+            Tenant.objects.filter(pk=tenant.pk).update(max_chunks=None)
+    with schema_context("acme"):
+        event = AuditEvent.objects.filter(action="tenant.limits_update").latest("id")
+    assert (event.actor_name, event.actor_id, event.object_id) == ("platform:root_l", None, "acme")
+    assert event.before is not None
+    assert event.after is not None
+    assert (event.before["max_chunks"], event.after["max_chunks"]) == (None, 500)
