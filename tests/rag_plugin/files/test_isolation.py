@@ -69,8 +69,8 @@ PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 def adopting_orphans() -> Iterator[None]:
     """Make this process the subreaper of its descendants for the block: a process whose
     parent dies is then reparented here, not to init, so whatever an extraction leaves behind
-    stays among this process's children (and another test's tesseract, running at the same
-    time in another process, never is)."""
+    becomes this process's child (and another test's tesseract, running at the same time in
+    another process, never does)."""
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, ctypes.get_errno()
     try:
@@ -87,9 +87,11 @@ def test_an_extraction_past_its_time_is_killed_with_its_tesseract() -> None:
     with adopting_orphans():
         with pytest.raises(ExtractionTimeoutError) as caught:
             extract_isolated(data, filename="scan.pdf", limits=ExtractionLimits(timeout_s=0.5))
+        # An orphan is reparented to us, a direct child; a tesseract that another test's job
+        # worker or server (also our descendants) runs still has that process as its parent.
         left = [
             process
-            for process in psutil.Process().children(recursive=True)
+            for process in psutil.Process().children()
             if process.name() == "tesseract" and process.status() != psutil.STATUS_ZOMBIE
         ]
 
