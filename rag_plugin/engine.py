@@ -41,6 +41,7 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
 import os
@@ -106,7 +107,11 @@ def _run_legs(legs: Sequence[_Leg], concurrent: bool) -> list[Sequence[ScoredChu
     """Each leg's hits, in leg order; concurrently when asked and there is more than one."""
     if not concurrent or len(legs) < 2:
         return [leg() for leg in legs]
-    futures: list[Future[Sequence[ScoredChunk]]] = [_leg_executor().submit(leg) for leg in legs[1:]]
+    # Each leg runs in a copy of the caller's context: what it carries (the read-after
+    # position of replicas.py, say) holds in the leg's thread too.
+    futures: list[Future[Sequence[ScoredChunk]]] = [
+        _leg_executor().submit(contextvars.copy_context().run, leg) for leg in legs[1:]
+    ]
     try:
         first = legs[0]()
     finally:

@@ -25,6 +25,7 @@ from rag_plugin.stores.base import (
     Store,
     check_distinct_sources,
 )
+from rag_plugin.stores.consistency import reads_on_primary
 from rag_plugin.stores.usage import WriteLimits
 from rag_plugin.vectors import DistanceMetric
 
@@ -167,7 +168,38 @@ def ingest_texts(
     its own (see :data:`ChunkMetadata`).
 
     ``limits`` holds the write to usage limits (see :meth:`Store.upsert_documents`).
+
+    What is stored under the sources is read on the primary of a store with standbys
+    (:func:`~rag_plugin.stores.consistency.reads_on_primary`): it decides what is written.
     """
+    with reads_on_primary():
+        return _ingest_texts(
+            store,
+            embedder,
+            collection,
+            documents,
+            chunker=chunker,
+            stored=stored,
+            create=create,
+            progress=progress,
+            chunk_metadata=chunk_metadata,
+            limits=limits,
+        )
+
+
+def _ingest_texts(
+    store: Store,
+    embedder: Embedder,
+    collection: CollectionInfo,
+    documents: Sequence[tuple[str, DocumentInput | None]],
+    *,
+    chunker: TextChunker | None,
+    stored: Mapping[str, StoredSource] | None,
+    create: bool,
+    progress: IngestProgress | None,
+    chunk_metadata: Sequence[ChunkMetadata | None] | None,
+    limits: WriteLimits | None,
+) -> list[IngestResult]:
     if chunk_metadata is not None and len(chunk_metadata) != len(documents):
         raise InvalidInputError(
             f"chunk_metadata has {len(chunk_metadata)} entries for {len(documents)} documents; "

@@ -34,6 +34,8 @@ from rag_plugin.ingest import (
     planned_collection,
 )
 from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.stores.consistency import reads_on_primary
+from rag_plugin.stores.usage import WriteLimits
 
 logger = logging.getLogger("portal.rag")
 
@@ -212,6 +214,24 @@ def _ingest(
     ]
     embedder = embedder_for(scope.schema_name)
     limits = write_limits(user, shared=shared)  # checked by the store, inside its write
+    with reads_on_primary():  # what is stored decides what is written: never a standby's
+        results = _ingest_into(
+            scope, embedder, collection, documents, texts, chunker, limits, progress, chunk_metadata
+        )
+    return scope, embedder, results
+
+
+def _ingest_into(
+    scope: Scope,
+    embedder: Embedder,
+    collection: str,
+    documents: Sequence[NewDocument],
+    texts: list[tuple[str, DocumentInput]],
+    chunker: TextChunker,
+    limits: WriteLimits | None,
+    progress: IngestProgress | None,
+    chunk_metadata: Sequence[ChunkMetadata | None] | None,
+) -> list[IngestResult]:
     try:
         # One round trip: the collection and what it holds under the sources, so unchanged
         # documents cost nothing more.
@@ -251,7 +271,7 @@ def _ingest(
             chunk_metadata=chunk_metadata,
             limits=limits,
         )
-    return scope, embedder, results
+    return results
 
 
 def collection_create(

@@ -9,16 +9,20 @@ the portal on one, under gunicorn.
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import psycopg
 from psycopg import sql
 
@@ -37,6 +41,7 @@ class PrivatePostgres:
 
     def __init__(self, server: Any, data_dir: Path) -> None:
         self._server = server
+        self.user: str | None = server.system_user
         self.data_dir = data_dir
         self.socket_dir = Path(server.get_postmaster_info().socket_dir)
         # pgserver's log file (``pg_ctl -l``), which the pgserver user can write.
@@ -44,7 +49,7 @@ class PrivatePostgres:
 
     def url(self, database: str = "postgres") -> str:
         """A libpq URL of ``database`` on this server."""
-        return str(self._server.get_uri(database))
+        return f"postgresql://postgres:@/{database}?host={self.socket_dir}"
 
     def pg_ctl(self, *args: str) -> None:
         """Run the wheel's ``pg_ctl`` on this server's folder, as pgserver runs it.
@@ -56,7 +61,7 @@ class PrivatePostgres:
         with open(self.log, "a") as log:
             code = subprocess.run(
                 command,
-                user=self._server.system_user,
+                user=self.user,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -82,6 +87,21 @@ class PrivatePostgres:
             "-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.log), "start"
         )
 
+    @property
+    def running(self) -> bool:
+        """Whether the server's postmaster is alive (a killed one leaves its pid file)."""
+        pid_file = self.data_dir / "postmaster.pid"
+        return pid_file.exists() and _alive(int(pid_file.read_text().split()[0]))
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster, as the kernel's OOM killer would; return once it is gone
+        (its backends notice and exit on their own)."""
+        postmaster = psutil.Process(int((self.data_dir / "postmaster.pid").read_text().split()[0]))
+        backends = postmaster.children(recursive=True)
+        postmaster.send_signal(signal.SIGKILL)
+        # Until the last backend has gone, a new postmaster would refuse the shared memory.
+        psutil.wait_procs([postmaster, *backends], timeout=30)
+
     def create_database(self, name: str) -> str:
         """Create ``name`` with the extensions the portal needs; return its URL."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
@@ -106,9 +126,70 @@ def private_postgres() -> Iterator[PrivatePostgres]:
         try:
             yield private
         finally:
-            if (private.data_dir / "postmaster.pid").exists():
+            if private.running:
                 private.pg_ctl("-w", "-m", "immediate", "stop")
             server.cleanup()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (the kernel keeps it until its parent, pg_ctl's shell, is reaped) counts as gone.
+    status = Path(f"/proc/{pid}/stat")
+    return status.exists() and status.read_text().split(") ", 1)[1][:1] != "Z"
+
+
+class Standby(PrivatePostgres):
+    """A streaming standby of a :class:`PrivatePostgres`, in a folder and socket of its own
+    (``pg_basebackup -R``: it follows the primary through its Unix socket)."""
+
+    def __init__(self, primary: PrivatePostgres, name: str, apply_delay_s: float) -> None:
+        self._server = None
+        self.user = primary.user
+        folder = primary.data_dir.parent
+        self.data_dir = folder / name
+        self.socket_dir = folder / f"{name}-socket"
+        self.log = folder / f"{name}.log"
+        for path, mode in ((self.data_dir, 0o700), (self.socket_dir, 0o777)):
+            path.mkdir(mode=mode)
+            path.chmod(mode)
+            if self.user is not None:
+                shutil.chown(path, self.user, self.user)
+        self.log.touch()
+        if self.user is not None:
+            shutil.chown(self.log, self.user, self.user)
+        backup = [
+            str(POSTGRES_BIN_PATH / "pg_basebackup"),
+            *("-D", str(self.data_dir), "-h", str(primary.socket_dir), "-U", "postgres"),
+            *("-R", "-X", "stream", "-c", "fast"),
+        ]
+        subprocess.run(backup, user=self.user, check=True, capture_output=True, timeout=120)
+        settings = ["hot_standby_feedback = on"]
+        if apply_delay_s:
+            settings.append(f"recovery_min_apply_delay = '{int(apply_delay_s * 1000)}ms'")
+        with open(self.data_dir / "postgresql.auto.conf", "a") as conf:
+            conf.write("\n".join(settings) + "\n")
+        self.start()
+
+
+@contextmanager
+def streaming_cluster(
+    apply_delays_s: Sequence[float],
+) -> Iterator[tuple[PrivatePostgres, list[Standby]]]:
+    """A primary with one streaming standby per delay (``recovery_min_apply_delay``; 0: none),
+    all from the embedded PostgreSQL's own binaries; stopped and removed when the block ends."""
+    with private_postgres() as primary:
+        standbys: list[Standby] = []
+        try:
+            for number, delay in enumerate(apply_delays_s):
+                standbys.append(Standby(primary, f"standby{number}", delay))
+            yield primary, standbys
+        finally:
+            for standby in standbys:
+                if standby.running:
+                    standby.pg_ctl("-w", "-m", "immediate", "stop")
 
 
 @dataclass(frozen=True)

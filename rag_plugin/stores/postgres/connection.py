@@ -5,17 +5,23 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import psycopg
 from psycopg import sql
 from psycopg.abc import Params, QueryNoTemplate
 from psycopg.pq import TransactionStatus
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rag_plugin.exceptions import InvalidInputError, RagError, StoreError
+from rag_plugin.stores.consistency import on_primary, raise_read_after, read_after
+from rag_plugin.stores.postgres.replicas import parse_lsn
+
+if TYPE_CHECKING:
+    from rag_plugin.stores.postgres.replicas import ReplicaSet
 
 __all__ = [
     "ConnectionSource",
@@ -26,6 +32,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 ConnectionSource: TypeAlias = "str | ConnectionPool[Any] | psycopg.Connection[Any]"
 """A DSN (the store opens and owns a pool), a ``ConnectionPool`` or one ``Connection``."""
@@ -92,6 +100,10 @@ class Database:
     The schema comes first so unqualified names resolve to the tenant's tables; ``public``
     follows because the ``vector`` type and operators live there. The store
     still qualifies its own tables, so a caller's search_path can never redirect them.
+
+    After :meth:`use_replicas`, :meth:`read` and :meth:`read_run` read on a standby that has
+    replayed the context's writes (see :mod:`~rag_plugin.stores.postgres.replicas`), and
+    :meth:`writing` records each write's WAL position for them.
     """
 
     def __init__(
@@ -103,6 +115,7 @@ class Database:
         max_size: int = 4,
     ) -> None:
         self.schema = validate_schema_name(schema)
+        self.replicas: ReplicaSet | None = None
         self._search_path = sql.SQL("SET {scope} search_path TO {schema}, public")
         self._pool: ConnectionPool[Any] | None = None
         self._connection: psycopg.Connection[Any] | None = None
@@ -130,6 +143,20 @@ class Database:
                 f"Expected a DSN string, a psycopg_pool.ConnectionPool or a psycopg.Connection, "
                 f"got {type(source).__name__}."
             )
+
+    @property
+    def pool(self) -> ConnectionPool[Any] | None:
+        """The pool the transactions come from (None for one lent connection)."""
+        return self._pool
+
+    def use_replicas(self, replicas: ReplicaSet) -> None:
+        """Read on ``replicas`` from now on (see :meth:`read`)."""
+        if self._pool is None:
+            raise InvalidInputError(
+                "A store on one lent connection reads inside its lender's transactions, which "
+                "no standby can see: give it a DSN or a pool to read on replicas."
+            )
+        self.replicas = replicas
 
     @property
     def concurrent(self) -> bool:
@@ -180,6 +207,58 @@ class Database:
             raise
         except psycopg.Error as exc:
             raise StoreError(f"database error in schema {self.schema!r}: {exc}") from exc
+
+    @contextmanager
+    def writing(self, *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """:meth:`transaction` for a write: with replicas, the context's later reads see it
+        (its WAL position, read once it has committed, raises the context's read-after)."""
+        with self.transaction(pipeline=pipeline) as conn:
+            yield conn
+        if self.replicas is not None:
+            ((row,),) = self.run(("SELECT pg_current_wal_lsn()::text", None))
+            raise_read_after(parse_lsn(row[0]))
+
+    def read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``work(conn)`` in one read transaction: on a standby in rotation that has replayed
+        the context's read-after position, else (or under ``reads_on_primary``) on the
+        primary; errors → StoreError.
+
+        A standby that fails under it (gone, or a recovery conflict cancelled the read)
+        hands ``work`` to the next standby, and the last to the primary: ``work`` must only
+        read.
+        """
+        replicas = self.replicas
+        if replicas is not None and not on_primary():
+            lsn = read_after()
+            deadline = time.monotonic() + replicas.wait_s
+            for replica in replicas.candidates():
+                conn: psycopg.Connection[Any] | None = None
+                try:
+                    with replica.pool.connection() as conn:
+                        if not replicas.caught_up(replica, conn, lsn, deadline):
+                            continue
+                        with conn.transaction():
+                            conn.execute(_SET_PATH, (self._path_value(conn),))
+                            return work(conn)
+                except RagError:
+                    raise
+                except (psycopg.Error, PoolTimeout) as exc:
+                    lost = isinstance(exc, PoolTimeout) or conn is None or conn.broken
+                    replicas.failed(replica, exc, lost=lost)
+        with self.transaction() as conn:
+            return work(conn)
+
+    def read_run(self, *statements: Statement) -> list[list[Any]]:
+        """:meth:`run` for reads, on a standby when there are replicas (see :meth:`read`)."""
+        if self.replicas is None:
+            return self.run(*statements)
+
+        def work(conn: psycopg.Connection[Any]) -> list[list[Any]]:
+            with conn.pipeline():
+                cursors = [conn.execute(query, params) for query, params in statements]
+            return [_rows(cursor) for cursor in cursors]
+
+        return self.read(work)
 
     def run(self, *statements: Statement, durable: bool = True) -> list[list[Any]]:
         """Run statements in one round trip as one implicit transaction; return their rows.

@@ -16,6 +16,9 @@ with the corpus.
 - Fuzzy: exact, from the word vocabulary, the word blocks and the chunks' forward index
   (``fuzzy.py``, ``words.py``); correction from the analyzer vocabulary (``correction.py``).
 - Writes: one transaction per document, serialised per collection (``writes.py``).
+- Replicas (``replicas=``, DSNs of streaming standbys or a shared ``ReplicaSet``): searches
+  and reads run on a standby that has replayed the context's own writes, writes on the
+  primary (``replicas.py``).
 
 Collection names are validated before any SQL; identifiers go through ``psycopg.sql``; values
 are parameters. Every query is scoped by the collection's owner (``owner IS NOT DISTINCT FROM``)
@@ -61,6 +64,7 @@ from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
+from rag_plugin.stores.postgres.replicas import ReplicaSet
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -104,6 +108,7 @@ class PostgresStore(Store):
         exact_search_below: int = 10_000,
         pool_max_size: int = 4,
         create_schema: bool = True,
+        replicas: ReplicaSet | Sequence[str] | None = None,
     ) -> None:
         self.hnsw_m = _positive("hnsw_m", hnsw_m)
         self.hnsw_ef_construction = _positive("hnsw_ef_construction", hnsw_ef_construction)
@@ -116,6 +121,19 @@ class PostgresStore(Store):
         self._db = Database(
             conninfo_or_pool, schema, max_size=_positive("pool_max_size", pool_max_size)
         )
+        # Standbys given as DSNs are this store's own (closed with it); a ReplicaSet is lent.
+        self._own_replicas: ReplicaSet | None = None
+        if replicas is not None and not isinstance(replicas, ReplicaSet):
+            primary = self._db.pool
+            if primary is None:
+                self._db.close()
+                raise InvalidInputError(
+                    "A store on one lent connection cannot read on replicas: give it a DSN or "
+                    "a pool."
+                )
+            replicas = self._own_replicas = ReplicaSet(primary, replicas)
+        if replicas is not None:
+            self._db.use_replicas(replicas)
         self._tables = Tables(self._db.schema)
         self._plans = threading.local()
         if create_schema:
@@ -150,8 +168,16 @@ class PostgresStore(Store):
         with self._db.transaction() as conn:
             return ensure_schema(conn, self._db.schema)
 
+    @property
+    def replicas(self) -> ReplicaSet | None:
+        """The standbys this store reads on, if any."""
+        return self._db.replicas
+
     def close(self) -> None:
-        """Close the connection pool if the store opened it from a DSN."""
+        """Close the connection pool if the store opened it from a DSN (and the standbys'
+        pools if it was given their DSNs)."""
+        if self._own_replicas is not None:
+            self._own_replicas.close()
         self._db.close()
 
     # -- collections -------------------------------------------------------------------
@@ -170,7 +196,7 @@ class PostgresStore(Store):
         wanted = settled_collection(
             CollectionInfo(name, owner, dimensions, embedding_model, metric, analyzer)
         )
-        with self._db.transaction() as conn:
+        with self._db.writing() as conn:
             row = writes.insert_collection(conn, self._tables, wanted).fetchone()
         if row is None:
             raise CollectionExistsError(name)
@@ -184,7 +210,7 @@ class PostgresStore(Store):
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
         """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
-        (rows,) = self._db.run(
+        (rows,) = self._db.read_run(
             (
                 self._tables(
                     "SELECT {collection_columns} FROM {collections}"
@@ -203,7 +229,7 @@ class PostgresStore(Store):
     def delete_collection(self, name: str, *, owner: str | None = None) -> int:
         """Delete the collection and everything in it; return how many documents it had."""
         validate_collection_name(name)
-        with self._db.transaction(pipeline=True) as conn:
+        with self._db.writing(pipeline=True) as conn:
             row = writes.lock_collection(
                 conn, self._tables, CollectionKey(name, owner), for_delete=True
             )
@@ -233,7 +259,7 @@ class PostgresStore(Store):
         check_distinct_sources(documents)
         prepared = [prepare_document(collection, d, chunks) for d, chunks in documents]
         sources = [document.source for document, _ in documents]
-        with self._db.transaction(pipeline=True) as conn:
+        with self._db.writing(pipeline=True) as conn:
             inserted = writes.insert_collection(conn, self._tables, collection) if create else None
             row, stored = writes.lock_for_sources(conn, self._tables, collection.key, sources)
             new = inserted is not None and inserted.fetchone() is not None
@@ -265,7 +291,7 @@ class PostgresStore(Store):
     def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
         validate_collection_name(collection.name)
-        with self._db.transaction(pipeline=True) as conn:
+        with self._db.writing(pipeline=True) as conn:
             writes.delete_document(conn, self._tables, collection.key, document_id)
 
     def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
@@ -339,7 +365,8 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         check_leg_size(n)
         where = sql_filter(filters)
-        with self._db.transaction() as conn:
+
+        def search(conn: psycopg.Connection[Any]) -> list[ScoredChunk]:
             row = self._collection(conn, collection)
             validate_embedding(vector, row.info.dimensions)
             if n == 0:
@@ -354,7 +381,9 @@ class PostgresStore(Store):
                 ef_search=self.ef_search,
                 exact_below=self.exact_search_below,
             )
-        return hits
+            return hits
+
+        return self._db.read(search)
 
     def bm25(
         self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
@@ -371,9 +400,12 @@ class PostgresStore(Store):
     def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
         """Correct each query word to the closest word of the collection's vocabulary."""
         validate_collection_name(collection.name)
-        with self._db.transaction() as conn:
+
+        def correct(conn: psycopg.Connection[Any]) -> QueryCorrection:
             row = self._collection(conn, collection)
             return correction.correct_query(conn, self._tables, row, query)
+
+        return self._db.read(correct)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -389,11 +421,14 @@ class PostgresStore(Store):
         validate_collection_name(collection.name)
         check_leg_size(n)
         where = sql_filter(filters)
-        with self._db.transaction() as conn:
+
+        def leg(conn: psycopg.Connection[Any]) -> list[ScoredChunk]:
             row = self._collection(conn, collection)
             if n == 0:
                 return []
             return search(conn, self._tables, row, query, n, where)
+
+        return self._db.read(leg)
 
     def _read(
         self, key: CollectionKey, *statements: tuple[str, tuple[Any, ...]]
@@ -405,7 +440,7 @@ class PostgresStore(Store):
         """
         validate_collection_name(key.name)
         owned = (key.name, key.owner)
-        collections, *results = self._db.run(
+        collections, *results = self._db.read_run(
             (self._tables(reads.COLLECTION), owned),
             *((self._tables(template), (*owned, *params)) for template, params in statements),
         )
