@@ -111,6 +111,9 @@ MIDDLEWARE = [
     "portal.middleware.UrlTextMiddleware",
     # Before everything that touches the database: picks the tenant schema from the Host.
     "django_tenants.middleware.main.TenantMainMiddleware",
+    # With DATABASE_REPLICA_URLS: a request's reads see its user's last write, and its own
+    # writes become their mark (portal/rag/consistency.py).
+    "portal.rag.consistency.ReadYourWritesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's and Swagger UI's static files from the app process itself.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -210,6 +213,18 @@ RAG = {
         "PATH": os.environ.get("RAG_QDRANT_PATH", ""),
         "PREFER_GRPC": os.environ.get("RAG_QDRANT_PREFER_GRPC", "").lower() in ("1", "true"),
         "PREFIX": os.environ.get("RAG_QDRANT_PREFIX", "rag"),
+    },
+    # Streaming standbys of the database (portal/rag/consistency.py): searches, context, chat
+    # retrieval and document reads go to one that has replayed the user's own writes; every
+    # write goes to the primary. Comma-separated libpq URLs; empty: everything on the primary.
+    "REPLICAS": {
+        "URLS": env_list("DATABASE_REPLICA_URLS", []),
+        # A standby further behind the primary leaves the rotation until it catches up.
+        "MAX_LAG_S": float(os.environ.get("RAG_REPLICA_MAX_LAG_S", "10")),
+        # How long a read waits for a standby to replay the user's last write before it
+        # reads on the primary instead.
+        "WAIT_S": float(os.environ.get("RAG_REPLICA_WAIT_S", "0.2")),
+        "CHECK_EVERY_S": float(os.environ.get("RAG_REPLICA_CHECK_EVERY_S", "1")),
     },
     "HNSW": {
         "hnsw_m": int(os.environ.get("RAG_HNSW_M", "16")),

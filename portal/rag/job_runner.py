@@ -32,6 +32,7 @@ from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 
 from portal.rag import files, metrics, services
+from portal.rag.consistency import user_reads, user_wrote
 from portal.rag.errors import ForbiddenError, database_unavailable
 from rag_plugin import exceptions as rag
 from rag_plugin.files import ExtractedDocument, extract_isolated
@@ -75,7 +76,9 @@ def ingest_job(context: JobContext, schema: str, job_id: str) -> None:
     """Run one ingestion job of the tenant ``schema`` (the procrastinate task)."""
     close_old_connections()
     try:
-        with schema_context(schema):
+        # user_reads: with standbys, the job's reads see its user's writes, and its own
+        # write becomes their mark (before the job says it succeeded; see execute).
+        with schema_context(schema), user_reads():
             run_job(uuid.UUID(job_id), queue_job_id=int(context.job.id or 0))
     except (DatabaseError, psycopg.Error) as exc:
         # The database failed where the run could not record it: claiming the row, writing its
@@ -180,6 +183,9 @@ class JobRun:
             )
             if job.file is not None:
                 files.file_ingested(job.file, ingested.results[0].document.id)
+            # A client that sees the job succeeded and searches finds what it wrote, on
+            # whichever standby serves the search.
+            user_wrote()
         except JobCancelled:
             self.end(IngestJob.State.CANCELLED)
             return

@@ -29,7 +29,7 @@ from rag_plugin.embedding import Embedder, FastEmbedEmbedder
 from rag_plugin.embedding.cache import EmbeddingCache, ReadOnlyEmbeddingCache
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.base import Store
-from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
+from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore, ReplicaSet
 from rag_plugin.stores.postgres.connection import check_pooled_connection
 
 if TYPE_CHECKING:
@@ -137,9 +137,39 @@ def store_for(schema_name: str) -> Store:
     return store
 
 
+def replicas_configured() -> bool:
+    """Whether ``DATABASE_REPLICA_URLS`` names standbys to read on."""
+    return bool(_rag()["REPLICAS"]["URLS"]) and store_backend() == "postgres"
+
+
+@cache
+def replica_set() -> ReplicaSet | None:
+    """The process's standbys (``DATABASE_REPLICA_URLS``), checked in the background, shared
+    by every tenant's store; None without any."""
+    if not replicas_configured():
+        return None
+    config = _rag()["REPLICAS"]
+    created = ReplicaSet(
+        pool(),
+        config["URLS"],
+        max_lag_s=config["MAX_LAG_S"],
+        wait_s=config["WAIT_S"],
+        check_every_s=config["CHECK_EVERY_S"],
+        pool_max_size=int(_rag()["POOL_MAX_SIZE"]),
+    )
+    atexit.register(created.close)
+    return created
+
+
 def _postgres_schema(schema_name: str) -> PostgresStore:
     """The PostgreSQL store of one schema, its RAG tables created or migrated."""
-    store = PostgresStore(pool(), schema=schema_name, create_schema=False, **_rag()["HNSW"])
+    store = PostgresStore(
+        pool(),
+        schema=schema_name,
+        create_schema=False,
+        replicas=replica_set(),
+        **_rag()["HNSW"],
+    )
     store.ensure_schema()
     return store
 

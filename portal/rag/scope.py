@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
+from portal.rag.consistency import follow_user
 from portal.rag.errors import ForbiddenError, SourceNotAllowedError
 from portal.rag.runtime import store_for
 from rag_plugin.stores.base import Store, validate_collection_name
@@ -109,6 +110,7 @@ def scope_for(
     elif write and (grant := grant_of(user)) is not None and not grant.write:
         raise ForbiddenError("This API key may only read; writing needs a read_write key.")
     schema_name = connection.schema_name  # type: ignore[attr-defined]
+    follow_user(user)  # with standbys: the reads that follow see this user's last write
     return Scope(
         store=store_for(schema_name),
         schema_name=schema_name,

@@ -16,16 +16,22 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 __all__ = [
+    "gave_up_waiting",
     "on_primary",
     "raise_read_after",
     "read_after",
     "read_context",
     "reads_after",
     "reads_on_primary",
+    "waited_in_vain",
 ]
 
 _read_after: ContextVar[int] = ContextVar("rag_read_after", default=0)
 _on_primary: ContextVar[bool] = ContextVar("rag_reads_on_primary", default=False)
+# The read-after position this context has waited for in vain (no standby replayed it in
+# time): its later reads for it go to the primary at once, so a request waits once, not once
+# per read.
+_waited_in_vain: ContextVar[int] = ContextVar("rag_waited_in_vain", default=0)
 
 
 def read_after() -> int:
@@ -56,10 +62,23 @@ def read_context(position: int = 0) -> Iterator[None]:
     the context carried before (a thread that served another user's request, say); the
     context's own is put back when the block ends."""
     token = _read_after.set(position)
+    waited = _waited_in_vain.set(0)
     try:
         yield
     finally:
+        _waited_in_vain.reset(waited)
         _read_after.reset(token)
+
+
+def waited_in_vain() -> int:
+    """The highest position this context has waited for without a standby replaying it."""
+    return _waited_in_vain.get()
+
+
+def gave_up_waiting(position: int) -> None:
+    """Record that no standby replayed ``position`` in the time this context would wait."""
+    if position > _waited_in_vain.get():
+        _waited_in_vain.set(position)
 
 
 def on_primary() -> bool:

@@ -211,17 +211,43 @@ class Portal:
 def private_portal(password: str, log: Path) -> Iterator[Portal]:
     """The portal as ``postgres_portal_server`` serves it (fake embedder), on a private
     PostgreSQL; alice's and bob's tokens ready."""
-    with private_postgres() as database:
-        url = database.create_database("portal")
-        env = launch.portal_env(
-            url,
-            RAG_EMBEDDER="fake",
-            RAG_LOGIN_RATE="1000/minute",
-            RAG_LOGIN_ACCOUNT_FAILURES="1000",
-        )
-        launch.prepare(env, password)
-        with launch.gunicorn(env, log) as port:
-            tokens = tuple(
-                launch.login(port, "acme.localhost", u, password) for u in ("alice", "bob")
-            )
-            yield Portal(database, url, port, log, tokens, env)
+    with private_postgres() as database, _portal_on(database, password, log) as portal:
+        yield portal
+
+
+@contextmanager
+def replicated_portal(
+    password: str, log: Path, apply_delays_s: Sequence[float]
+) -> Iterator[tuple[Portal, list[Standby]]]:
+    """:func:`private_portal` on a primary with one streaming standby per delay, which it
+    reads on (``DATABASE_REPLICA_URLS``, checked every quarter second; a read waits up to
+    0.1 s for one to replay the user's writes)."""
+    with streaming_cluster(apply_delays_s) as (primary, standbys):
+        replicas = ",".join(standby.url("portal") for standby in standbys)
+        with _portal_on(
+            primary,
+            password,
+            log,
+            DATABASE_REPLICA_URLS=replicas,
+            RAG_REPLICA_CHECK_EVERY_S="0.25",
+            RAG_REPLICA_WAIT_S="0.1",
+        ) as portal:
+            yield portal, standbys
+
+
+@contextmanager
+def _portal_on(
+    database: PrivatePostgres, password: str, log: Path, **settings: str
+) -> Iterator[Portal]:
+    url = database.create_database("portal")
+    env = launch.portal_env(
+        url,
+        RAG_EMBEDDER="fake",
+        RAG_LOGIN_RATE="1000/minute",
+        RAG_LOGIN_ACCOUNT_FAILURES="1000",
+        **settings,
+    )
+    launch.prepare(env, password)
+    with launch.gunicorn(env, log) as port:
+        tokens = tuple(launch.login(port, "acme.localhost", u, password) for u in ("alice", "bob"))
+        yield Portal(database, url, port, log, tokens, env)

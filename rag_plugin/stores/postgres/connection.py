@@ -231,7 +231,7 @@ class Database:
         if replicas is not None and not on_primary():
             lsn = read_after()
             deadline = time.monotonic() + replicas.wait_s
-            for replica in replicas.candidates():
+            for replica in replicas.candidates(lsn):
                 conn: psycopg.Connection[Any] | None = None
                 try:
                     with replica.pool.connection() as conn:

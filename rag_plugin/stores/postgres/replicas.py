@@ -40,6 +40,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.stores.consistency import gave_up_waiting, waited_in_vain
 
 __all__ = [
     "ReplicaSet",
@@ -165,14 +166,17 @@ class ReplicaSet:
 
     # -- choosing ----------------------------------------------------------------------
 
-    def candidates(self) -> list[_Replica]:
-        """The standbys in rotation, starting with the next one's turn."""
+    def candidates(self, lsn: int = 0) -> list[_Replica]:
+        """The standbys in rotation, in the order to try them for a read that must see WAL
+        position ``lsn``: those known to have replayed it first, then the least behind; in
+        turns among equals, so reads spread over the standbys."""
         with self._lock:
             healthy = [r for r in self._replicas if r.state == UP]
-        if not healthy:
-            return []
-        start = next(self._turn) % len(healthy)
-        return healthy[start:] + healthy[:start]
+            if not healthy:
+                return []
+            start = next(self._turn) % len(healthy)
+            turn = healthy[start:] + healthy[:start]
+            return sorted(turn, key=lambda r: (r.replay_lsn < lsn, r.lag_s or 0.0))
 
     def caught_up(
         self, replica: _Replica, conn: psycopg.Connection[Any], lsn: int, deadline: float
@@ -181,6 +185,10 @@ class ReplicaSet:
         connections) until it has or ``deadline`` (``time.monotonic()``) passes."""
         if lsn <= replica.replay_lsn:
             return True
+        if lsn <= waited_in_vain():
+            # This context has waited for ``lsn`` already (an earlier read of the same request)
+            # and no standby got there: its other reads go to the primary without waiting.
+            return False
         pause = 0.002
         while True:
             row = conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()
@@ -191,6 +199,7 @@ class ReplicaSet:
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                gave_up_waiting(lsn)
                 return False
             time.sleep(min(pause, remaining))
             pause = min(2 * pause, 0.05)

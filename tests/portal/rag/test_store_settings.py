@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.db.models.signals import post_delete
 
-from portal.checks import rag_store_settings
+from portal.checks import rag_store_settings, replica_settings
 from portal.rag import runtime
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.qdrant import QdrantEmbeddingCache, QdrantStore
@@ -116,3 +116,36 @@ def test_deleting_a_tenant_deletes_its_qdrant_namespace(configure: Any) -> None:
     # What Tenant.delete() sends once django-tenants has dropped the schema.
     post_delete.send(sender=Tenant, instance=Tenant(schema_name="gone_tenant_test"))
     assert runtime.store_for("gone_tenant_test").list_collections() == []
+
+
+def test_bad_replica_settings_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    replicas = {
+        "URLS": ["postgresql://replica1/portal", "host=replica2 port"],
+        "MAX_LAG_S": 0.0,
+        "WAIT_S": -1.0,
+        "CHECK_EVERY_S": 1.0,
+    }
+    monkeypatch.setattr(settings, "RAG", {**settings.RAG, "REPLICAS": replicas})
+    errors = replica_settings()
+    assert [(e.id, e.msg.split(":")[0].split(" ")[0]) for e in errors] == [
+        ("portal.E002", "DATABASE_REPLICA_URLS"),
+        ("portal.E003", "RAG_REPLICA_MAX_LAG_S"),
+        ("portal.E003", "RAG_REPLICA_WAIT_S"),
+    ]
+    assert "entry 2" in errors[0].msg
+    monkeypatch.setattr(
+        settings,
+        "RAG",
+        {
+            **settings.RAG,
+            "STORE": "qdrant",
+            "REPLICAS": {
+                **replicas,
+                "URLS": ["postgresql://replica1/portal"],
+                "MAX_LAG_S": 5.0,
+                "WAIT_S": 0.2,
+            },
+        },
+    )
+    assert [e.id for e in replica_settings()] == ["portal.E004"]
+    assert runtime.replica_set.__wrapped__() is None  # Qdrant: no standbys to read on

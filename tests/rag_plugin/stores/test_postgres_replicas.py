@@ -71,6 +71,21 @@ def read_transactions(standby: Standby) -> int:
     return int(row[0])
 
 
+def replayed_everything(primary: PrivatePostgres, standby: Standby) -> None:
+    """Wait until ``standby`` has replayed all the primary has written so far."""
+    with psycopg.connect(primary.url(), autocommit=True) as conn:
+        row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert row is not None
+    target = parse_lsn(row[0])
+
+    def replayed() -> bool:
+        with psycopg.connect(standby.url(), autocommit=True) as conn:
+            row = conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()
+        return row is not None and parse_lsn(row[0]) >= target
+
+    wait_for(replayed)
+
+
 def wait_for(condition: object, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
@@ -115,6 +130,7 @@ def test_a_write_is_invisible_on_the_delayed_standby_to_a_context_without_its_po
     cluster: Cluster, collection: CollectionInfo
 ) -> None:
     primary, standbys = cluster
+    replayed_everything(primary, standbys[1])  # the collection is there
     # Only the delayed standby: what makes a read see the write is the position it carries.
     replicas = ReplicaSet(primary.url(), [standbys[1].url()], wait_s=0.1)
     with closing(PostgresStore(primary.url(), schema="rag", replicas=replicas)) as store:
@@ -146,6 +162,7 @@ def test_a_position_carried_into_another_context_makes_its_reads_wait(
     cluster: Cluster, collection: CollectionInfo
 ) -> None:
     primary, standbys = cluster
+    replayed_everything(primary, standbys[1])
     replicas = ReplicaSet(primary.url(), [standbys[1].url()], wait_s=DELAY_S * 3)
     with closing(PostgresStore(primary.url(), schema="rag", replicas=replicas)) as store:
         write(store, collection, "carried/1", "epsilon carriedword")
