@@ -166,7 +166,16 @@ def _database_settings(url: str) -> dict[str, object]:
 
 
 DATABASES = {"default": _database_settings(database_url())}
-DATABASE_ROUTERS = ["django_tenants.routers.TenantSyncRouter"]
+# One alias per standby of DATABASE_REPLICA_URLS (see RAG["REPLICAS"] below): only the reads
+# that portal/rag/consistency.py's on_standby marks go there, never a write or a migration.
+for _position, _url in enumerate(env_list("DATABASE_REPLICA_URLS", [])):
+    _replica = _database_settings(_url)
+    _replica["OPTIONS"] = {"connect_timeout": 2, **_replica["OPTIONS"]}  # type: ignore[dict-item]
+    DATABASES[f"replica_{_position}"] = {**_replica, "TEST": {"MIRROR": "default"}}
+DATABASE_ROUTERS = [
+    "portal.rag.consistency.ReplicaRouter",
+    "django_tenants.routers.TenantSyncRouter",
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -481,6 +481,7 @@ class WriteMark(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "tenants_writemark"  # named in portal/rag/consistency.py's upsert
         verbose_name = "write mark"
 
     def __str__(self) -> str:

@@ -32,7 +32,7 @@ from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 
 from portal.rag import files, metrics, services
-from portal.rag.consistency import user_reads, user_wrote
+from portal.rag.consistency import mark_writes, user_reads
 from portal.rag.errors import ForbiddenError, database_unavailable
 from rag_plugin import exceptions as rag
 from rag_plugin.files import ExtractedDocument, extract_isolated
@@ -76,8 +76,8 @@ def ingest_job(context: JobContext, schema: str, job_id: str) -> None:
     """Run one ingestion job of the tenant ``schema`` (the procrastinate task)."""
     close_old_connections()
     try:
-        # user_reads: with standbys, the job's reads see its user's writes, and its own
-        # write becomes their mark (before the job says it succeeded; see execute).
+        # user_reads: with standbys, the job's reads see its user's writes; its own become
+        # their mark (mark_writes, before the job says it succeeded; see execute).
         with schema_context(schema), user_reads():
             run_job(uuid.UUID(job_id), queue_job_id=int(context.job.id or 0))
     except (DatabaseError, psycopg.Error) as exc:
@@ -183,9 +183,9 @@ class JobRun:
             )
             if job.file is not None:
                 files.file_ingested(job.file, ingested.results[0].document.id)
-            # A client that sees the job succeeded and searches finds what it wrote, on
-            # whichever standby serves the search.
-            user_wrote()
+            # Before the job says it succeeded: a client that sees it has and searches finds
+            # what it wrote, on whichever standby serves the search.
+            mark_writes(job.user_id)
         except JobCancelled:
             self.end(IngestJob.State.CANCELLED)
             return
@@ -291,6 +291,7 @@ class JobRun:
             )
         )
         if ended:
+            mark_writes(self.job.user_id)  # the job's end, for its user's next listing
             metrics.JOBS_ENDED.labels(self.job.kind, state).inc()
             if self._started:
                 elapsed = time.perf_counter() - self._started

@@ -26,6 +26,7 @@ from django.utils import timezone
 from procrastinate.contrib.django import app
 
 from portal.rag import audit
+from portal.rag.consistency import follow_user, on_standby
 from portal.rag.errors import ConflictError
 from portal.rag.files import original_of, upload_description
 from portal.rag.job_runner import ingest_job, lock_key
@@ -305,7 +306,10 @@ def job_list(
         jobs = jobs.filter(collection=collection)
     if shared is not None:
         jobs = jobs.filter(shared=shared)
-    return list(jobs.order_by("-created_at", "id")[offset : offset + limit]), jobs.count()
+    follow_user(user)  # with standbys: read on one that has the user's last write
+    return on_standby(
+        lambda: (list(jobs.order_by("-created_at", "id")[offset : offset + limit]), jobs.count())
+    )
 
 
 def job_get(*, user: AbstractBaseUser, job_id: str, for_update: bool = False) -> IngestJob:
@@ -316,8 +320,10 @@ def job_get(*, user: AbstractBaseUser, job_id: str, for_update: bool = False) ->
         raise _missing(job_id) from None
     jobs = visible_jobs(user)
     if for_update:
-        jobs = jobs.select_for_update(of=("self",))
-    found = jobs.filter(id=key).first()
+        found = jobs.select_for_update(of=("self",)).filter(id=key).first()
+    else:
+        follow_user(user)  # with standbys: read on one that has the user's last write
+        found = on_standby(lambda: jobs.filter(id=key).first())
     if found is None:
         raise _missing(job_id)
     return found

@@ -22,6 +22,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'verbose_name': 'write mark',
+                'db_table': 'tenants_writemark',
             },
         ),
     ]

@@ -136,6 +136,46 @@ def test_a_job_that_succeeded_is_found_by_the_next_search(replicated: Replicated
             assert job["results"][0]["document_id"] in _found(http, marker), n
 
 
+def _job_scans(standby: Standby) -> int:
+    """Reads of acme's job table on ``standby`` (its own statistics)."""
+    with psycopg.connect(standby.url("portal"), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
+            " WHERE schemaname = 'acme' AND relname = 'tenants_ingestjob'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_job_listings_read_on_a_standby_in_the_tenants_schema(replicated: Replicated) -> None:
+    portal, standbys = replicated
+    with portal.api() as http:
+        accepted = _ingest(http, "listed.md", "listedjob", **{"async": True})
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+        # At once, with only the delayed standby besides the primary: the user's own write
+        # is seen (the mark sends the read to the primary until a standby has it).
+        standbys[0].kill()
+        _wait_for(lambda: _states(portal)[0] == "down", 10, "the standby to leave the rotation")
+        for _ in range(20):
+            listed = http.get("/api/rag/jobs").json()["jobs"]
+            assert job_id in {job["id"] for job in listed}
+            assert http.get(f"/api/rag/jobs/{job_id}").status_code == 200
+        standbys[0].start()
+        _wait_for(lambda: _states(portal) == ["up", "up"], 20, "the standby to come back")
+        time.sleep(DELAY_S + 1)  # both standbys have the job now
+        scans = [_job_scans(s) for s in standbys]
+        for _ in range(10):
+            listed = http.get("/api/rag/jobs").json()["jobs"]
+            # Read on a standby, in acme's schema (public has an empty job table of its own).
+            assert job_id in {job["id"] for job in listed}
+        # A backend sends its table statistics at most once a second (later if busy).
+        _wait_for(
+            lambda: sum(_job_scans(s) for s in standbys) > sum(scans),
+            15,
+            "the job listings to be read on a standby",
+        )
+
+
 def test_a_standby_killed_under_load_fails_no_request(replicated: Replicated) -> None:
     portal, standbys = replicated
     failures: list[str] = []
@@ -146,10 +186,13 @@ def test_a_standby_killed_under_load_fails_no_request(replicated: Replicated) ->
         with portal.api(token) as http:
             while not stop.is_set():
                 try:
-                    response = http.post(
-                        "/api/rag/search",
-                        json={"collection": SOURCE, "query": "notes", "strategy": "hybrid"},
-                    )
+                    if done[0] % 3 == 2:
+                        response = http.get("/api/rag/jobs")
+                    else:
+                        response = http.post(
+                            "/api/rag/search",
+                            json={"collection": SOURCE, "query": "notes", "strategy": "hybrid"},
+                        )
                     if response.status_code != 200:
                         failures.append(f"{response.status_code} {response.text[:200]}")
                 except httpx.HTTPError as exc:

@@ -178,6 +178,19 @@ class ReplicaSet:
             turn = healthy[start:] + healthy[:start]
             return sorted(turn, key=lambda r: (r.replay_lsn < lsn, r.lag_s or 0.0))
 
+    def replayed(self, lsn: int) -> int | None:
+        """The position (in the order the set was given) of a standby in rotation known to
+        have replayed ``lsn`` (none is asked or waited for), in turns; None if none is."""
+        for replica in self.candidates(lsn):
+            if replica.replay_lsn >= lsn:
+                return self._replicas.index(replica)
+        return None
+
+    def failed_at(self, position: int, exc: BaseException) -> None:
+        """A read elsewhere (another client's connection) found the standby at ``position``
+        gone: out of rotation until a check finds it healthy."""
+        self.failed(self._replicas[position], exc, lost=True)
+
     def caught_up(
         self, replica: _Replica, conn: psycopg.Connection[Any], lsn: int, deadline: float
     ) -> bool:
