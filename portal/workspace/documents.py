@@ -71,13 +71,18 @@ def _collection_page(
     paste: PasteForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    context: dict[str, object] = {
-        **_documents_context(request, name, shared),
-        "upload": upload or UploadForm(initial={"collection": name}),
-        "paste": paste or PasteForm(),
-    }
-    if not shared:
-        context.update(_jobs(request, name))
+    # The jobs before the documents: a job that ends between the two reads is then either
+    # shown running (its panel follows it and reloads the list when it ends) or already in the
+    # list (a job stores its documents before it says it succeeded). The other order could
+    # show it ended without its documents, and nothing would reload them.
+    context: dict[str, object] = {} if shared else _jobs(request, name)
+    context.update(
+        {
+            **_documents_context(request, name, shared),
+            "upload": upload or UploadForm(initial={"collection": name}),
+            "paste": paste or PasteForm(),
+        }
+    )
     return render(request, "workspace/collection.html", context, status=status)
 
 
