@@ -35,7 +35,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from rag_plugin.stores.postgres.near import VOCABULARIES, keys_sql
+from rag_plugin.stores.postgres.near import VOCABULARIES
 from rag_plugin.stores.postgres.rows import Tables
 
 __all__ = [
@@ -75,7 +75,7 @@ class BlockKind:
 
     def __init__(self, table: str, vocabulary: str, payload: tuple[str, ...]) -> None:
         self.table, self.forward = table, vocabulary
-        self.vocabulary, key, self.deletes = VOCABULARIES[vocabulary]
+        self.vocabulary, key = VOCABULARIES[vocabulary]
         arrays = ("chunk_ids", *payload)
         values = ("id", *(column.removesuffix("s") for column in payload))
         self.fields: dict[str, sql.Composable] = {
@@ -92,7 +92,6 @@ class BlockKind:
                 for v in values
             ),
             "level": sql.SQL(_LEVEL),
-            "dropped_keys": keys_sql("dropped.entry"),
         }
 
     def sql(self, tables: Tables, template: str, **extra: sql.Composable) -> sql.Composed | sql.SQL:
@@ -102,7 +101,6 @@ class BlockKind:
             **self.fields,
             "blocks": tables.table(self.table),
             "key_vocabulary": tables.table(self.vocabulary),
-            "deletes": tables.table(self.deletes),
             **extra,
         }
         return tables(template, pieces=tables(_INSERT_PIECES, **fields), **fields)
@@ -159,9 +157,8 @@ _MERGE = (
 
 # Each removed chunk's keys (from the forward index) thin the blocks whose id range holds it;
 # a block holding only removed chunks goes. The df of each key falls by its removed chunks,
-# and a key no chunk holds any more leaves the vocabulary and the near-entry index
-# (``near.py``). Blocks deleted and blocks updated are disjoint (``<@`` or not), so one
-# statement does both.
+# and a key no chunk holds any more leaves the vocabulary. Blocks deleted and blocks updated
+# are disjoint (``<@`` or not), so one statement does both.
 _REMOVE = (
     "WITH removed AS (SELECT k.key, array_agg(f.chunk_id) AS ids,"
     "  min(f.chunk_id) AS low, max(f.chunk_id) AS high"
@@ -180,16 +177,11 @@ _REMOVE = (
     "  RETURNING 1),"
     " counts AS (SELECT key, cardinality(ids) AS n FROM removed),"
     " lowered AS (UPDATE {key_vocabulary} v SET df = v.df - counts.n FROM counts"
-    "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df > counts.n),"
-    " dropped AS (DELETE FROM {key_vocabulary} v USING counts"
-    "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df <= counts.n"
-    "  RETURNING v.{key} AS entry)"
-    # The rows whose key is one of the dropped entries' keys and whose entry is dropped are
-    # exactly the dropped entries' rows (a row exists only for a key of its own entry). As
-    # arrays, so the plan is index lookups whatever the planner guesses of ``dropped``.
-    " DELETE FROM {deletes} d WHERE d.collection_id = %(coll)s"
-    " AND d.key = ANY(ARRAY(SELECT k.key FROM dropped CROSS JOIN LATERAL ({dropped_keys}) AS k))"
-    " AND d.entry = ANY(ARRAY(SELECT entry FROM dropped))"
+    "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df > counts.n)"
+    # An entry that leaves keeps its keys in the near-entry index (another collection may
+    # hold it; near.py).
+    " DELETE FROM {key_vocabulary} v USING counts"
+    " WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df <= counts.n"
 )
 
 _FORWARD = (

@@ -1,11 +1,19 @@
 """The near-entry index: every vocabulary entry under its deletion keys
 (:mod:`rag_plugin.lexical.near_keys`: the strings left by deleting up to two characters of its
 first :data:`PREFIX` characters), so the entries within two edits of a query word are found by
-a few index lookups instead of reading the vocabulary. The index holds ≈ 35 rows per
-vocabulary entry.
+a few index lookups instead of reading the vocabulary. The index holds ≈ 35 rows per entry.
 
-Upkeep is in the document's transaction and costs nothing for entries already known: keys
-are added when an entry enters its vocabulary (its df was 0) and removed when it leaves.
+The keys are a function of the entry's text alone, so one table (``rag_near_keys``) serves
+every collection of the schema and both vocabularies: a lookup joins the keys' entries with
+the collection's vocabulary, which says which of them it holds. An entry is indexed once,
+when it first enters a vocabulary of the schema; a collection whose words are already known
+(every user's private collection of the same language) writes no keys at all. Keys are never
+removed when an entry leaves a vocabulary (another may hold it): an entry that no vocabulary
+holds any more is found by a lookup and dropped by the join. :func:`prune_keys` removes them.
+
+Upkeep is in the document's transaction, as one statement for both vocabularies whose keys
+go in in (key, entry) order: two writers of new entries (to different collections; one
+collection's writers take turns) then wait for each other at most once, never in a circle.
 """
 
 from __future__ import annotations
@@ -24,18 +32,18 @@ __all__ = [
     "PREFIX",
     "VOCABULARIES",
     "add_entries",
-    "backfill_keys",
-    "backfill_long_keys",
     "deletion_keys",
+    "drop_collection_keys",
     "entry_keys",
     "keys_sql",
+    "prune_keys",
 ]
 
 VOCABULARIES = {
-    "terms": ("vocabulary", "term", "term_deletes"),
-    "words": ("word_vocabulary", "word", "word_deletes"),
+    "terms": ("vocabulary", "term"),
+    "words": ("word_vocabulary", "word"),
 }
-"""Each vocabulary's table, key column and deletion-key table (fields of :class:`Tables`)."""
+"""Each vocabulary's table (a field of :class:`Tables`) and key column."""
 
 
 _KEYS = (
@@ -53,22 +61,33 @@ def keys_sql(entry: str) -> sql.Composed:
     return sql.SQL(_KEYS).format(entry=sql.SQL("left({}, {})").format(sql.SQL(entry), PREFIX))
 
 
-# Raise each entry's df (inserting new entries), and index the keys of those that are new: an
-# entry whose df is now exactly its increment was not there before (an entry at df 0 is
-# never stored).
+# Raise each entry's df in both vocabularies (inserting new entries), and index the keys of
+# the new ones the schema has not indexed yet: an entry whose df is now exactly its increment
+# was not in the vocabulary before (an entry at df 0 is never stored), and an indexed entry
+# has its own prefix among its keys.
 _ADD = (
-    "WITH input AS (SELECT * FROM unnest(%(entries)b::text[], %(counts)b::integer[])"
+    "WITH term_input AS (SELECT * FROM unnest(%(terms)b::text[], %(term_counts)b::integer[])"
     "  AS u(entry, n)),"
-    " raised AS (INSERT INTO {entry_table} AS v (collection_id, {key}, df)"
-    "  SELECT %(coll)s, entry, n FROM input"
-    "  ON CONFLICT (collection_id, {key}) DO UPDATE SET df = v.df + EXCLUDED.df"
-    "  RETURNING v.{key} AS entry, v.df),"
-    " fresh AS (SELECT r.entry FROM raised r JOIN input i ON i.entry = r.entry"
+    " terms_raised AS (INSERT INTO {vocabulary} AS v (collection_id, term, df)"
+    "  SELECT %(coll)s, entry, n FROM term_input"
+    "  ON CONFLICT (collection_id, term) DO UPDATE SET df = v.df + EXCLUDED.df"
+    "  RETURNING v.term AS entry, v.df),"
+    " word_input AS (SELECT * FROM unnest(%(words)b::text[], %(word_counts)b::integer[])"
+    "  AS u(entry, n)),"
+    " words_raised AS (INSERT INTO {word_vocabulary} AS v (collection_id, word, df)"
+    "  SELECT %(coll)s, entry, n FROM word_input"
+    "  ON CONFLICT (collection_id, word) DO UPDATE SET df = v.df + EXCLUDED.df"
+    "  RETURNING v.word AS entry, v.df),"
+    " fresh AS (SELECT r.entry FROM terms_raised r JOIN term_input i ON i.entry = r.entry"
+    "  WHERE r.df = i.n"
+    "  UNION SELECT r.entry FROM words_raised r JOIN word_input i ON i.entry = r.entry"
     "  WHERE r.df = i.n)"
-    " INSERT INTO {deletes} (collection_id, key, entry)"
-    " SELECT %(coll)s, k.key, f.entry FROM fresh f CROSS JOIN LATERAL ({keys}) AS k"
-    # A key row left behind (a process of an older version dropped a long entry by its
-    # whole-word keys) is the row this would write: keep it.
+    " INSERT INTO {near_keys} (key, entry)"
+    " SELECT k.key, f.entry FROM fresh f CROSS JOIN LATERAL ({keys}) AS k"
+    " WHERE NOT EXISTS (SELECT FROM {near_keys} n"
+    "  WHERE n.key = left(f.entry, {prefix}) AND n.entry = f.entry)"
+    " ORDER BY 1, 2"
+    # Another writer's committed (or, after a wait, just committed) rows: keep them.
     " ON CONFLICT DO NOTHING"
 )
 
@@ -76,58 +95,67 @@ _ADD = (
 def add_entries(
     conn: psycopg.Connection[Any],
     tables: Tables,
-    vocabulary: str,
     collection_id: int,
-    counts: Counter[str],
+    terms: Counter[str],
+    words: Counter[str],
 ) -> None:
-    """Raise the df of ``counts``' entries in ``vocabulary`` (``"terms"`` or ``"words"``) and
-    index the keys of the new ones; reads nothing back."""
-    if not counts:
+    """Raise the df of ``terms``' and ``words``' entries in the collection's two
+    vocabularies and index the keys of those the schema has not indexed; reads nothing
+    back."""
+    if not terms and not words:
         return
-    table, key, deletes = VOCABULARIES[vocabulary]
-    entries = sorted(counts)
+    sorted_terms, sorted_words = sorted(terms), sorted(words)
     conn.execute(
-        tables(
-            _ADD,
-            entry_table=tables.table(table),
-            key=sql.Identifier(key),
-            deletes=tables.table(deletes),
-            keys=keys_sql("f.entry"),
-        ),
+        tables(_ADD, keys=keys_sql("f.entry"), prefix=sql.Literal(PREFIX)),
         {
             "coll": collection_id,
-            "entries": entries,
-            "counts": [counts[entry] for entry in entries],
+            "terms": sorted_terms,
+            "term_counts": [terms[entry] for entry in sorted_terms],
+            "words": sorted_words,
+            "word_counts": [words[entry] for entry in sorted_words],
         },
     )
 
 
-def backfill_keys(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Migration 11: the deletion keys of every entry of at most :data:`PREFIX` characters of
-    both vocabularies."""
-    _backfill(conn, schema, "<=")
+# Deleting index rows races with writers that found an entry indexed and so wrote no keys for
+# it: the table lock (SHARE ROW EXCLUSIVE conflicts with a writer's ROW EXCLUSIVE) waits for
+# the writers in flight, whose vocabulary rows the delete's snapshot then sees, and holds off
+# new ones until the commit.
+_LOCK_KEYS = "LOCK TABLE {near_keys} IN SHARE ROW EXCLUSIVE MODE"
+
+# The keys of the entries only ``%(coll)s`` holds (read before its vocabularies go), as
+# primary-key deletes.
+_DROP_COLLECTION_KEYS = (
+    "WITH mine AS (SELECT term AS entry FROM {vocabulary} WHERE collection_id = %(coll)s"
+    "  UNION SELECT word FROM {word_vocabulary} WHERE collection_id = %(coll)s),"
+    " gone AS (SELECT m.entry FROM mine m"
+    "  WHERE NOT EXISTS (SELECT FROM {vocabulary} v"
+    "   WHERE v.term = m.entry AND v.collection_id <> %(coll)s)"
+    "  AND NOT EXISTS (SELECT FROM {word_vocabulary} w"
+    "   WHERE w.word = m.entry AND w.collection_id <> %(coll)s))"
+    " DELETE FROM {near_keys} n USING gone g CROSS JOIN LATERAL ({keys}) AS k"
+    " WHERE n.key = k.key AND n.entry = g.entry"
+)
 
 
-def backfill_long_keys(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Migration 12: the prefix keys of the longer entries of both vocabularies."""
-    _backfill(conn, schema, ">")
+def drop_collection_keys(conn: psycopg.Connection[Any], tables: Tables, collection_id: int) -> None:
+    """Delete the keys of the entries no other collection holds, before the collection's
+    vocabularies are deleted in the same transaction (so a deleted collection's words do not
+    stay in the schema); locks the index against writers until the commit."""
+    conn.execute(tables(_LOCK_KEYS))
+    conn.execute(tables(_DROP_COLLECTION_KEYS, keys=keys_sql("g.entry")), {"coll": collection_id})
 
 
-def _backfill(conn: psycopg.Connection[Any], schema: str, comparison: str) -> None:
-    tables = Tables(schema)
-    for table, key, deletes in VOCABULARIES.values():
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {deletes} (collection_id, key, entry)"
-                " SELECT v.collection_id, k.key, v.{key} FROM {entry_table} v"
-                " CROSS JOIN LATERAL ({keys}) AS k"
-                " WHERE char_length(v.{key}) {comparison} %s"
-            ).format(
-                deletes=tables.table(deletes),
-                key=sql.Identifier(key),
-                entry_table=tables.table(table),
-                keys=keys_sql(f"v.{key}"),
-                comparison=sql.SQL(comparison),
-            ),
-            (PREFIX,),
+def prune_keys(conn: psycopg.Connection[Any], tables: Tables) -> int:
+    """Delete the keys of entries no vocabulary of the schema holds (left by deleted and
+    replaced documents); return how many rows went. Reads the whole index and locks it
+    against writers until the commit: maintenance, not part of a write."""
+    conn.execute(tables(_LOCK_KEYS))
+    cursor = conn.execute(
+        tables(
+            "DELETE FROM {near_keys} n WHERE NOT EXISTS (SELECT FROM {vocabulary} v"
+            " WHERE v.term = n.entry) AND NOT EXISTS (SELECT FROM {word_vocabulary} w"
+            " WHERE w.word = n.entry)"
         )
+    )
+    return cursor.rowcount

@@ -32,8 +32,7 @@ TABLE_NAMES = (
     "chunk_terms",
     "vocabulary",
     "word_blocks",
-    "term_deletes",
-    "word_deletes",
+    "near_keys",
     "word_vocabulary",
     "embedding_cache",
 )

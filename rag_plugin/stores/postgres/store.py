@@ -59,7 +59,7 @@ from rag_plugin.stores.base import (
     settled_collection,
     validate_collection_name,
 )
-from rag_plugin.stores.postgres import correction, lexical, reads, writes
+from rag_plugin.stores.postgres import correction, lexical, near, reads, writes
 from rag_plugin.stores.postgres.connection import ConnectionSource, Database
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
@@ -234,6 +234,14 @@ class PostgresStore(Store):
                 conn, self._tables, CollectionKey(name, owner), for_delete=True
             )
             return writes.delete_collection(conn, self._tables, row)
+
+    def prune_near_keys(self) -> int:
+        """Maintenance: delete the near-entry index's rows of words no collection of the
+        schema holds any more (left by deleted and replaced documents; a deleted collection
+        takes its own words' rows with it); return how many went. It reads the whole index
+        and holds the schema's writers of new words until it commits."""
+        with self._db.writing() as conn:
+            return near.prune_keys(conn, self._tables)
 
     # -- documents ---------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from rag_plugin.stores.base import (
     new_document_id,
 )
 from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
-from rag_plugin.stores.postgres.near import add_entries
+from rag_plugin.stores.postgres.near import add_entries, drop_collection_keys
 from rag_plugin.stores.postgres.rows import (
     CollectionRow,
     Tables,
@@ -373,20 +373,18 @@ def _insert_chunks(
     for _, _, item in items:
         terms.update(item.term_frequencies.keys())
         words.update(item.words)
-    add_entries(conn, tables, "terms", row.id, terms)
-    add_entries(conn, tables, "words", row.id, words)
+    add_entries(conn, tables, row.id, terms, words)
     return sum(item.length for _, _, item in items)
 
 
 def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow) -> int:
     """Delete a locked collection and all it holds; return how many documents it had."""
+    drop_collection_keys(conn, tables, row.id)
     for template in (
         "DELETE FROM {chunk_terms} f USING {chunks} c"
         " WHERE c.collection_id = %s AND f.chunk_id = c.id",
         "DELETE FROM {term_blocks} WHERE collection_id = %s",
         "DELETE FROM {word_blocks} WHERE collection_id = %s",
-        "DELETE FROM {term_deletes} WHERE collection_id = %s",
-        "DELETE FROM {word_deletes} WHERE collection_id = %s",
         "DELETE FROM {word_vocabulary} WHERE collection_id = %s",
         "DELETE FROM {chunk_filters} WHERE collection_id = %s",
         "DELETE FROM {vocabulary} WHERE collection_id = %s",

@@ -107,16 +107,28 @@ def statistics_mismatches(
                 (collection_id,),
             ).fetchall()
         )
+        # The near-entry index: the schema's (migration 16), read for this collection's
+        # entries, or before it one per collection and vocabulary.
+        shared_keys = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".rag_near_keys',)
+        ).fetchone()[0]
         deletion_rows = {
             name: set(
                 conn.execute(
+                    sql.SQL("SELECT key, entry FROM {} WHERE entry = ANY(%s)").format(
+                        table("near_keys")
+                    ),
+                    (list(entries),),
+                ).fetchall()
+                if shared_keys
+                else conn.execute(
                     sql.SQL("SELECT key, entry FROM {} WHERE collection_id = %s").format(
                         table(f"{name}_deletes")
                     ),
                     (collection_id,),
                 ).fetchall()
             )
-            for name in ("term", "word")
+            for name, entries in (("term", vocabulary), ("word", word_df))
         }
         # Every chunk's row in the filter table, with the same collection and metadata (and,
         # from migration 14, its vector's signature), and no row there for a chunk that is
@@ -232,8 +244,34 @@ def statistics_mismatches(
     return problems
 
 
+def downgrade_to_version_15(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Undo migration 16 in ``schema``: a near-entry index per collection and vocabulary,
+    holding the keys of the entries it holds."""
+
+    def run(statement: str) -> None:
+        conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+
+    for kind, vocabulary, column in (
+        ("term", "vocabulary", "term"),
+        ("word", "word_vocabulary", "word"),
+    ):
+        run(
+            f"CREATE TABLE {{schema}}.rag_{kind}_deletes (collection_id bigint NOT NULL,"
+            ' key text COLLATE "C" NOT NULL, entry text COLLATE "C" NOT NULL,'
+            " PRIMARY KEY (collection_id, key, entry))"
+        )
+        run(
+            f"INSERT INTO {{schema}}.rag_{kind}_deletes (collection_id, key, entry)"  # noqa: S608
+            f" SELECT v.collection_id, n.key, n.entry FROM {{schema}}.rag_{vocabulary} v"
+            f" JOIN {{schema}}.rag_near_keys n ON n.entry = v.{column}"
+        )
+    run("DROP TABLE {schema}.rag_near_keys")
+    run("DELETE FROM {schema}.rag_schema_version WHERE version >= 16")
+
+
 def downgrade_to_version_14(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Undo migration 15 in ``schema``: no bytes of text on the collection rows."""
+    """Undo migrations 15 and 16 in ``schema``: no bytes of text on the collection rows."""
+    downgrade_to_version_15(conn, schema)
     conn.execute(
         sql.SQL("ALTER TABLE {schema}.rag_collections DROP COLUMN text_bytes").format(
             schema=sql.Identifier(schema)

@@ -41,6 +41,8 @@ ROW_SHARDING_CHANGES = {
     ],
     "rag_documents": ["rag_documents_pkey (id)"],
     "rag_embedding_cache": ["rag_embedding_cache_pkey (model, content_hash)"],
+    # The schema's near-entry index (near.py): keyed by text alone, a reference table.
+    "rag_near_keys": ["rag_near_keys_pkey (key, entry)"],
     "rag_schema_version": ["rag_schema_version_pkey (version)"],
 }
 
