@@ -14,7 +14,6 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpResponseBase, StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiResponse,
@@ -39,7 +38,7 @@ from portal.api.fields import (
     StrictBooleanField,
     StrictCharField,
 )
-from portal.api.views import ERRORS, context_body, profile_request
+from portal.api.views import STREAM_ERRORS, context_body, event_schema, profile_request
 from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
 from portal.rag.errors import LlmError
 from portal.throttling import ChatRateThrottle
@@ -134,7 +133,8 @@ EVENTS = """With `"stream": true` the answer comes as Server-Sent Events, in thi
   (a 5xx body: the cause is logged under the request id) instead of `done`.
 
 Errors before the stream starts (validation, the condensing LLM call, retrieval) are the
-usual JSON error responses."""
+usual error responses: JSON, or one `error` event with the same body for a client that accepts
+only `text/event-stream`."""
 
 
 def _event(name: str, data: dict[str, Any]) -> bytes:
@@ -215,8 +215,10 @@ class ChatView(APIView):
         request=ChatInput,
         responses={
             (200, "application/json"): ChatOutput,
-            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=EVENTS),
-            **ERRORS,
+            (200, "text/event-stream"): OpenApiResponse(
+                event_schema("sources", "delta", "done", "error"), description=EVENTS
+            ),
+            **STREAM_ERRORS,
         },
         description=EVENTS,
     )

@@ -67,7 +67,10 @@ BIGINT_MAX = 2**63 - 1
 
 
 class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer (not a bool, not a string), by default within PostgreSQL's bigint."""
+    """A JSON integer (not a bool, not a string), by default within PostgreSQL's bigint.
+
+    As JSON Schema counts them, a number with no fraction is an integer: ``5.0`` is taken as
+    ``5`` (a client that writes every number as a float sends it so), ``5.5`` is refused."""
 
     default_error_messages = {"invalid": "Must be an integer."}
 
@@ -77,6 +80,8 @@ class StrictIntegerField(serializers.IntegerField):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, float) and math.isfinite(data) and data.is_integer():
+            data = int(data)
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)
@@ -246,14 +251,15 @@ MAX_METADATA_DEPTH = 8
 MAX_METADATA_KEY_CHARS = 256
 
 
-@extend_schema_field(
-    {
+def metadata_schema(reserved: frozenset[str], example: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI schema of a metadata object whose keys may not be any of ``reserved``."""
+    return {
         # Keys and values are the recursive MetadataValue of portal.api.schema's components.
         "type": "object",
         "propertyNames": {
             "minLength": 1,
             "maxLength": MAX_METADATA_KEY_CHARS,
-            "not": {"enum": sorted(RESERVED_METADATA_KEYS)},
+            "not": {"enum": sorted(reserved)},
         },
         "additionalProperties": {"$ref": "#/components/schemas/MetadataValue"},
         "description": (
@@ -261,11 +267,17 @@ MAX_METADATA_KEY_CHARS = 256
             "`has_image` by the vision rule): a JSON object of at most "
             f"{MAX_METADATA_BYTES} bytes, nested at most {MAX_METADATA_DEPTH} deep, keys of at "
             f"most {MAX_METADATA_KEY_CHARS} characters, none of "
-            + ", ".join(f"`{key}`" for key in sorted(RESERVED_METADATA_KEYS))
+            + ", ".join(f"`{key}`" for key in sorted(reserved))
             + "."
         ),
-        "example": {"page_number": 3, "has_image": False, "topic": "billing"},
+        "example": example,
     }
+
+
+@extend_schema_field(
+    metadata_schema(
+        RESERVED_METADATA_KEYS, {"page_number": 3, "has_image": False, "topic": "billing"}
+    )
 )
 class MetadataField(serializers.Field):  # type: ignore[type-arg]
     """A document's own metadata: a bounded JSON object without reserved keys."""

@@ -14,7 +14,7 @@ from typing import Any, cast
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpResponse, QueryDict
 from django.utils.http import content_disposition_header
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import exceptions, serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from portal.api import serializers as s
 from portal.api.fields import (
+    RESERVED_METADATA_KEYS,
     BoundedListField,
     InputSerializer,
     MetadataField,
@@ -31,6 +32,7 @@ from portal.api.fields import (
     QueryBooleanField,
     QueryInput,
     StrictCharField,
+    metadata_schema,
 )
 from portal.api.job_outputs import JobOutput
 from portal.api.views import DOCUMENT_ID_PARAM, ERRORS, SHARED_PARAM, _shared
@@ -42,6 +44,11 @@ from rag_plugin.files import SUPPORTED_MEDIA_TYPES
 from tenants.models import StoredFile
 
 
+@extend_schema_field(
+    metadata_schema(
+        RESERVED_METADATA_KEYS | files.FILE_METADATA_KEYS, {"topic": "billing", "reviewed": True}
+    )
+)
 class UploadMetadataField(MetadataField):
     """The ``metadata`` form field: a JSON object, as text (a form field has no JSON type)."""
 
@@ -57,6 +64,12 @@ class UploadMetadataField(MetadataField):
             if key in files.FILE_METADATA_KEYS:
                 raise serializers.ValidationError(f"{key!r} is set from the file; use another key.")
         return checked
+
+
+@extend_schema_field({"type": "string", "format": "binary", "minLength": 1})
+class UploadedFileField(serializers.FileField):
+    """One uploaded file, not empty: a part of the multipart body, its bytes (a response's
+    file field would be a URL, which is what the schema said of this one)."""
 
 
 class FileUploadInput(QueryInput):
@@ -86,7 +99,7 @@ class FileUploadInput(QueryInput):
         help_text="The document's title (one file only); the file's own by default.",
     )
     file = serializers.ListField(
-        child=serializers.FileField(),
+        child=UploadedFileField(),
         min_length=1,
         help_text="The files (one part each): "
         + ", ".join(SUPPORTED_MEDIA_TYPES)

@@ -9,7 +9,6 @@ from typing import Any
 
 from django.db import DatabaseError
 from django.http import HttpResponseBase, StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
@@ -22,7 +21,7 @@ from portal.api.chat import EventStreamRenderer
 from portal.api.fields import QueryBooleanField, QueryInput
 from portal.api.job_outputs import JobOutput
 from portal.api.serializers import CollectionField, ErrorOutput
-from portal.api.views import ERRORS, _caller
+from portal.api.views import ERRORS, STREAM_ERRORS, _caller, event_schema
 from portal.rag import jobs
 from tenants.models import IngestJob
 
@@ -172,8 +171,10 @@ class JobEventsView(APIView):
     @extend_schema(
         parameters=[JOB_ID_PARAM],
         responses={
-            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=EVENTS),
-            **ERRORS,
+            (200, "text/event-stream"): OpenApiResponse(
+                event_schema("progress", "done"), description=EVENTS
+            ),
+            **STREAM_ERRORS,
         },
         description=EVENTS,
     )

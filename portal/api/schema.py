@@ -8,7 +8,8 @@ requests the schema allows and the server refuses:
   field that trims whitespace, ``"   "``), so the schema gets ``minLength: 1`` and, when
   trimmed, "not only whitespace";
 - the login needs a username or an email, and context requests a profile or collections (not
-  both), which a JSON schema says with ``anyOf`` and ``oneOf``;
+  both), and an upload's source or title goes with one file only, which a JSON schema says
+  with ``anyOf`` and ``oneOf``;
 - a request body refuses unknown keys (``additionalProperties: false``), a name field lists its
   names (``enum``), and the metadata filter grammar is recursive (components of its own);
 - a request body is documented on PUT, PATCH and POST only, but ``DELETE /api/rag/collection``
@@ -37,7 +38,11 @@ from rag_plugin.filters import (
     FilterOperator,
 )
 
-ONLY_WHITESPACE = {"pattern": r"^\s*$"}
+# What Python's str.strip() removes (DRF trims with it): not ECMAScript's \s, which leaves out
+# the separators U+001C-U+001F and U+0085 and adds U+FEFF.
+ONLY_WHITESPACE = {
+    "pattern": r"^[\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
+}
 
 
 class PortalAutoSchema(AutoSchema):
@@ -124,6 +129,22 @@ class ChatInputScheme(ContextInputScheme):  # type: ignore[no-untyped-call]
     """A chat request, like a context request, takes a profile or a list of collections."""
 
     target_class = "portal.api.chat.ChatInput"
+
+
+class FileUploadInputScheme(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """An upload's form names a source or a title only when it holds one file."""
+
+    target_class = "portal.api.files.FileUploadInput"
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema["anyOf"] = [
+            {"properties": {"file": {"maxItems": 1}}},
+            {"properties": {"source": {"maxLength": 0}, "title": {"maxLength": 0}}},
+        ]
+        return schema
 
 
 # -- the metadata filter grammar (rag_plugin.filters.filters_from_json) ----------------------

@@ -50,6 +50,31 @@ def _shared(request: Request) -> bool:
 ERRORS = dict.fromkeys((400, 401, 403, 404, 413, 429), s.ErrorOutput)
 
 
+def event_schema(*names: str) -> dict[str, Any]:
+    """The schema of one Server-Sent Event named one of ``names`` whose data is JSON (before
+    OpenAPI 3.2, an event stream's ``schema`` describes each event)."""
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"type": "string", "enum": list(names)},
+            "data": {"type": "string", "contentMediaType": "application/json"},
+        },
+    }
+
+
+ERROR_EVENT = {
+    **event_schema("error"),
+    "description": "The error body of a JSON error response, as one `error` event.",
+}
+STREAM_ERRORS: dict[Any, Any] = {
+    **{(status, "application/json"): s.ErrorOutput for status in ERRORS},
+    **{(status, "text/event-stream"): ERROR_EVENT for status in ERRORS},
+}
+"""The error responses of an endpoint that streams events: JSON, or an ``error`` event for a
+client that accepts only ``text/event-stream``."""
+
+
 def _document(document: DocumentRecord) -> dict[str, Any]:
     return {
         "id": document.id,
