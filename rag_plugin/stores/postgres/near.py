@@ -141,15 +141,16 @@ _DROP_COLLECTION_KEYS = (
 def drop_collection_keys(conn: psycopg.Connection[Any], tables: Tables, collection_id: int) -> None:
     """Delete the keys of the entries no other collection holds, before the collection's
     vocabularies are deleted in the same transaction (so a deleted collection's words do not
-    stay in the schema); locks the index against writers until the commit."""
+    stay in the schema). Every write to the schema's collections waits from here to the
+    commit (the index's table lock): call it last."""
     conn.execute(tables(_LOCK_KEYS))
     conn.execute(tables(_DROP_COLLECTION_KEYS, keys=keys_sql("g.entry")), {"coll": collection_id})
 
 
 def prune_keys(conn: psycopg.Connection[Any], tables: Tables) -> int:
     """Delete the keys of entries no vocabulary of the schema holds (left by deleted and
-    replaced documents); return how many rows went. Reads the whole index and locks it
-    against writers until the commit: maintenance, not part of a write."""
+    replaced documents); return how many rows went. Reads the whole index, and every write
+    to the schema's collections waits until it commits: maintenance, not part of a write."""
     conn.execute(tables(_LOCK_KEYS))
     cursor = conn.execute(
         tables(

@@ -238,8 +238,8 @@ class PostgresStore(Store):
     def prune_near_keys(self) -> int:
         """Maintenance: delete the near-entry index's rows of words no collection of the
         schema holds any more (left by deleted and replaced documents; a deleted collection
-        takes its own words' rows with it); return how many went. It reads the whole index
-        and holds the schema's writers of new words until it commits."""
+        takes its own words' rows with it); return how many went. It reads the whole index,
+        and the schema's writes wait until it commits."""
         with self._db.writing() as conn:
             return near.prune_keys(conn, self._tables)
 

@@ -379,17 +379,22 @@ def _insert_chunks(
 
 def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: CollectionRow) -> int:
     """Delete a locked collection and all it holds; return how many documents it had."""
-    drop_collection_keys(conn, tables, row.id)
     for template in (
         "DELETE FROM {chunk_terms} f USING {chunks} c"
         " WHERE c.collection_id = %s AND f.chunk_id = c.id",
         "DELETE FROM {term_blocks} WHERE collection_id = %s",
         "DELETE FROM {word_blocks} WHERE collection_id = %s",
-        "DELETE FROM {word_vocabulary} WHERE collection_id = %s",
         "DELETE FROM {chunk_filters} WHERE collection_id = %s",
-        "DELETE FROM {vocabulary} WHERE collection_id = %s",
         "DELETE FROM {chunks} WHERE collection_id = %s",
         "DELETE FROM {documents} WHERE collection_id = %s",
+    ):
+        conn.execute(tables(template), (row.id,))
+    # Last, so the near-entry index is locked against the schema's writers only from here to
+    # the commit: the keys of the words only this collection held, then its vocabularies.
+    drop_collection_keys(conn, tables, row.id)
+    for template in (
+        "DELETE FROM {word_vocabulary} WHERE collection_id = %s",
+        "DELETE FROM {vocabulary} WHERE collection_id = %s",
         "DELETE FROM {collections} WHERE id = %s",
     ):
         conn.execute(tables(template), (row.id,))
