@@ -15,10 +15,11 @@ class PortalConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from portal.checks import rag_store_settings, replica_settings
+        from portal.checks import embedding_settings, rag_store_settings, replica_settings
 
         checks.register(rag_store_settings)
         checks.register(replica_settings)
+        checks.register(embedding_settings)
         post_delete.connect(_tenant_deleted, sender="tenants.Tenant", weak=False)
 
 

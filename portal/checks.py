@@ -24,6 +24,19 @@ def rag_store_settings(**kwargs: Any) -> list[CheckMessage]:
     return []
 
 
+def embedding_settings(**kwargs: Any) -> list[CheckMessage]:
+    """``RAG_EMBEDDING_THREADS``: a thread count the model can use."""
+    rag: dict[str, Any] = settings.RAG
+    if rag["EMBEDDING_THREADS"] < 0:
+        return [
+            Error(
+                "RAG_EMBEDDING_THREADS must be 0 (a thread per core) or a positive number.",
+                id="portal.E005",
+            )
+        ]
+    return []
+
+
 def replica_settings(**kwargs: Any) -> list[CheckMessage]:
     """``DATABASE_REPLICA_URLS`` and ``RAG_REPLICA_*``: standbys the portal can read on."""
     rag: dict[str, Any] = settings.RAG

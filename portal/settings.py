@@ -200,6 +200,9 @@ RAG = {
     "EMBEDDER": os.environ.get("RAG_EMBEDDER", "fastembed"),
     "EMBEDDING_MODEL": os.environ.get("RAG_EMBEDDING_MODEL", ""),
     "EMBEDDING_URL": os.environ.get("RAG_EMBEDDING_URL", ""),
+    # Threads of one process's fastembed model (ONNX); 0: one per core. Several ingestion
+    # workers on one machine each take every core by default: give each cores / workers.
+    "EMBEDDING_THREADS": int(os.environ.get("RAG_EMBEDDING_THREADS", "0")),
     "FAKE_DIMENSIONS": int(os.environ.get("RAG_FAKE_DIMENSIONS", "16")),
     "POOL_MAX_SIZE": int(os.environ.get("RAG_POOL_MAX_SIZE", "8")),
     # The answer endpoint's LLM: an OpenAI-compatible endpoint (base URL with /v1). Unset →

@@ -267,7 +267,9 @@ def _new_embedder(embedding_cache: EmbeddingCache) -> Embedder:
     backend = _rag()["EMBEDDER"]
     if backend == "fastembed":
         model = _fastembed_model(_rag()["EMBEDDING_MODEL"])
-        return FastEmbedEmbedder(model, fallback_model=None, cache=embedding_cache)
+        return FastEmbedEmbedder(
+            model, fallback_model=None, cache=embedding_cache, threads=_embedding_threads()
+        )
     if backend == "fake":
         from rag_plugin.testing import FakeEmbedder
 
@@ -287,7 +289,12 @@ def warm_embedder() -> None:
     """Load the deployment's embedding model now (a worker does, before its first job)."""
     if _rag()["EMBEDDER"] == "fastembed":
         model = _fastembed_model(_rag()["EMBEDDING_MODEL"])
-        _ = FastEmbedEmbedder(model, fallback_model=None).dimensions
+        _ = FastEmbedEmbedder(model, fallback_model=None, threads=_embedding_threads()).dimensions
+
+
+def _embedding_threads() -> int | None:
+    """RAG_EMBEDDING_THREADS, or None for the model's default (a thread per core)."""
+    return int(_rag()["EMBEDDING_THREADS"]) or None
 
 
 def _fastembed_model(configured: str) -> str:

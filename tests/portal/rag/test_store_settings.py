@@ -9,8 +9,10 @@ import pytest
 from django.conf import settings
 from django.db.models.signals import post_delete
 
-from portal.checks import rag_store_settings, replica_settings
+from portal.checks import embedding_settings, rag_store_settings, replica_settings
 from portal.rag import runtime
+from rag_plugin.embedding.cache import InMemoryEmbeddingCache
+from rag_plugin.embedding.fastembed_backend import FastEmbedEmbedder
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.qdrant import QdrantEmbeddingCache, QdrantStore
 from tenants.models import Tenant
@@ -149,3 +151,19 @@ def test_bad_replica_settings_are_named(monkeypatch: pytest.MonkeyPatch) -> None
     )
     assert [e.id for e in replica_settings()] == ["portal.E004"]
     assert runtime.replica_set.__wrapped__() is None  # Qdrant: no standbys to read on
+
+
+def test_embedding_threads_reach_the_model_and_bad_ones_are_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        settings, "RAG", {**settings.RAG, "EMBEDDER": "fastembed", "EMBEDDING_THREADS": 1}
+    )
+    embedder = runtime._new_embedder(InMemoryEmbeddingCache())
+    assert isinstance(embedder, FastEmbedEmbedder)
+    assert embedder.threads == 1
+    assert embedding_settings() == []
+    monkeypatch.setattr(settings, "RAG", {**settings.RAG, "EMBEDDING_THREADS": 0})
+    assert runtime._new_embedder(InMemoryEmbeddingCache()).threads is None  # type: ignore[attr-defined]
+    monkeypatch.setattr(settings, "RAG", {**settings.RAG, "EMBEDDING_THREADS": -2})
+    assert [e.id for e in embedding_settings()] == ["portal.E005"]
