@@ -18,12 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from procrastinate.contrib.django import app
+from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from portal.rag import audit
 from portal.rag.consistency import follow_user, on_standby
@@ -221,12 +224,30 @@ def check_chunkable(documents: Sequence[NewDocument], chunking_strategy: str | N
             raise content_too_small(position, len(documents))
 
 
+def _store_payload(job: IngestJob, payload: dict[str, Any]) -> None:
+    """Write the job's input (in the caller's transaction) with its value bound by the
+    server: Django's psycopg backend binds parameters on the client, quoting a 1 MB text
+    character by character (a 1 MB JSON value: 22 against 10–15 ms to insert, measured)."""
+    if not payload:
+        return
+    connection.ensure_connection()
+    schema = connection.schema_name  # type: ignore[attr-defined]
+    table = sql.Identifier(schema, IngestJob._meta.db_table)
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(
+            sql.SQL("UPDATE {} SET payload = %s WHERE id = %s").format(table),
+            [Jsonb(payload), job.id],
+        )
+    job.payload = payload
+
+
 def _queued(
     *, user: AbstractBaseUser, collection: str, shared: bool, owner: str | None, **fields: Any
 ) -> IngestJob:
     """A new job of ``user``'s on the collection (its ``kind``, ``payload``, sizes and file in
     ``fields``), queued in the caller's transaction, within the queue quotas."""
     check_queued_jobs(user, 1)
+    payload = fields.pop("payload", {})
     job = IngestJob.objects.create(
         id=uuid.uuid4(),
         user_id=user.pk,
@@ -235,6 +256,7 @@ def _queued(
         max_attempts=int(settings.RAG_JOBS["MAX_ATTEMPTS"]),
         **fields,
     )
+    _store_payload(job, payload)
     _enqueue(job, owner=owner)
     stored = job.file
     audit.record(
