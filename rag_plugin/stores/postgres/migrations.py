@@ -289,66 +289,41 @@ _BLOCKS: tuple[Step, ...] = (
 # and of the longer ones (12): near.py's keys as they were then, frozen here, so these
 # migrations do not change when near.py does (the keys of a long entry are those of its
 # first ten characters).
-_SHORT_ENTRY_KEYS: tuple[str, ...] = (
-    """
-    INSERT INTO {schema}.rag_term_deletes (collection_id, key, entry)
-    SELECT v.collection_id, k.key, v.term FROM {schema}.rag_vocabulary v
+_FROZEN_ENTRY_KEYS = """
+    INSERT INTO {deletes} (collection_id, key, entry)
+    SELECT v.collection_id, k.key, v.{column} FROM {vocabulary} v
     CROSS JOIN LATERAL (
-        SELECT left(v.term, 10) AS key
-        UNION SELECT overlay(left(v.term, 10) placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.term, 10))) AS i
-        UNION SELECT overlay(overlay(left(v.term, 10) placing '' from j for 1)
+        SELECT left(v.{column}, 10) AS key
+        UNION SELECT overlay(left(v.{column}, 10) placing '' from i for 1)
+          FROM generate_series(1, char_length(left(v.{column}, 10))) AS i
+        UNION SELECT overlay(overlay(left(v.{column}, 10) placing '' from j for 1)
           placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.term, 10))) AS i,
-          generate_series(i + 1, char_length(left(v.term, 10))) AS j
+          FROM generate_series(1, char_length(left(v.{column}, 10))) AS i,
+          generate_series(i + 1, char_length(left(v.{column}, 10))) AS j
     ) AS k
-    WHERE char_length(v.term) <= 10
-    """,
-    """
-    INSERT INTO {schema}.rag_word_deletes (collection_id, key, entry)
-    SELECT v.collection_id, k.key, v.word FROM {schema}.rag_word_vocabulary v
-    CROSS JOIN LATERAL (
-        SELECT left(v.word, 10) AS key
-        UNION SELECT overlay(left(v.word, 10) placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.word, 10))) AS i
-        UNION SELECT overlay(overlay(left(v.word, 10) placing '' from j for 1)
-          placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.word, 10))) AS i,
-          generate_series(i + 1, char_length(left(v.word, 10))) AS j
-    ) AS k
-    WHERE char_length(v.word) <= 10
-    """,
-)
-_LONG_ENTRY_KEYS: tuple[str, ...] = (
-    """
-    INSERT INTO {schema}.rag_term_deletes (collection_id, key, entry)
-    SELECT v.collection_id, k.key, v.term FROM {schema}.rag_vocabulary v
-    CROSS JOIN LATERAL (
-        SELECT left(v.term, 10) AS key
-        UNION SELECT overlay(left(v.term, 10) placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.term, 10))) AS i
-        UNION SELECT overlay(overlay(left(v.term, 10) placing '' from j for 1)
-          placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.term, 10))) AS i,
-          generate_series(i + 1, char_length(left(v.term, 10))) AS j
-    ) AS k
-    WHERE char_length(v.term) > 10
-    """,
-    """
-    INSERT INTO {schema}.rag_word_deletes (collection_id, key, entry)
-    SELECT v.collection_id, k.key, v.word FROM {schema}.rag_word_vocabulary v
-    CROSS JOIN LATERAL (
-        SELECT left(v.word, 10) AS key
-        UNION SELECT overlay(left(v.word, 10) placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.word, 10))) AS i
-        UNION SELECT overlay(overlay(left(v.word, 10) placing '' from j for 1)
-          placing '' from i for 1)
-          FROM generate_series(1, char_length(left(v.word, 10))) AS i,
-          generate_series(i + 1, char_length(left(v.word, 10))) AS j
-    ) AS k
-    WHERE char_length(v.word) > 10
-    """,
-)
+    WHERE char_length(v.{column}) {comparison} 10
+"""
+
+
+def _entry_keys(comparison: str) -> Step:
+    """The step that keys both vocabularies' entries whose length is ``comparison`` ten."""
+
+    def backfill(conn: psycopg.Connection[Any], schema: str) -> None:
+        for kind, vocabulary, column in (
+            ("term", "vocabulary", "term"),
+            ("word", "word_vocabulary", "word"),
+        ):
+            conn.execute(
+                sql.SQL(_FROZEN_ENTRY_KEYS).format(
+                    deletes=sql.Identifier(schema, f"rag_{kind}_deletes"),
+                    vocabulary=sql.Identifier(schema, f"rag_{vocabulary}"),
+                    column=sql.Identifier(column),
+                    comparison=sql.SQL(comparison),
+                )
+            )
+
+    return backfill
+
 
 # The near-entry index of both vocabularies (near.py): a short query word's close entries from
 # its deletion keys instead of its whole length window.
@@ -364,7 +339,7 @@ _DELETION_KEYS: tuple[Step, ...] = (
         """
         for kind in ("term", "word")
     ),
-    *_SHORT_ENTRY_KEYS,
+    _entry_keys("<="),
 )
 
 # Every entry in the near-entry index, a long one under the keys of its first ten characters
@@ -372,7 +347,7 @@ _DELETION_KEYS: tuple[Step, ...] = (
 # instead of its partition pieces through the trigram indexes, which go (at 100k chunks they
 # fetched ≈ 3.8k entries a query to keep a few, 14 ms of the slowest fuzzy queries).
 _LONG_KEYS: tuple[Step, ...] = (
-    *_LONG_ENTRY_KEYS,
+    _entry_keys(">"),
     "DROP INDEX IF EXISTS {schema}.rag_vocabulary_trigrams, {schema}.rag_word_vocabulary_trigrams",
 )
 
