@@ -225,6 +225,7 @@ class ReplicaSet:
         if lost:
             with self._lock:
                 replica.state, replica.error = DOWN, str(exc).strip()[:200]
+                replica.replay_lsn = 0  # see _check_one
             replica.pool.drain()
 
     # -- checking ----------------------------------------------------------------------
@@ -279,13 +280,19 @@ class ReplicaSet:
                     logger.warning("standby %s is down: %s", replica.name, exc)
                 replica.state, replica.lag_s = DOWN, None
                 replica.error = str(exc).strip()[:200] or type(exc).__name__
+                # A standby restarted after a crash may serve reads from before what it had
+                # replayed (it is consistent from its last restart point on): not known
+                # until a check asks it again.
+                replica.replay_lsn = 0
             with suppress(Exception):
                 replica.pool.drain()
             return
         assert row is not None
         recovering, replayed = bool(row[0]), parse_lsn(row[1]) if row[1] else 0
         with self._lock:
-            replica.replay_lsn = max(replica.replay_lsn, replayed) if recovering else replayed
+            # What the standby says now, even if less than before (it restarted between two
+            # checks): a read then asks it again rather than trust an older answer.
+            replica.replay_lsn = replayed
             if not recovering:
                 # A promoted standby follows a timeline of its own, not this primary's.
                 state, lag, error = PROMOTED, None, "no longer a standby (promoted)"
