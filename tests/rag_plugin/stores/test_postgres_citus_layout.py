@@ -53,18 +53,22 @@ EMBEDDER = FakeEmbedder(dimensions=8)
 def two_stores(dsn: str) -> Iterator[tuple[PostgresStore, str, str]]:
     """A store in a fresh schema and another schema beside it, both with data."""
     names = [f"citus_{n}_{time.monotonic_ns()}" for n in ("a", "b")]
-    stores = []
     for name in names:
-        store = PostgresStore(dsn, schema=name)
-        collection = store.create_collection("docs", dimensions=8, embedding_model="fake-8")
-        _, chunks = chunk_inputs(["alpha beta gamma"], EMBEDDER.embed(["alpha beta gamma"]))
-        store.upsert_document(collection, DocumentInput(source="seed.md"), chunks)
-        stores.append(store)
-    stores[1].close()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            store = PostgresStore(conn, schema=name)
+            collection = store.create_collection("docs", dimensions=8, embedding_model="fake-8")
+            _, chunks = chunk_inputs(["alpha beta gamma"], EMBEDDER.embed(["alpha beta gamma"]))
+            store.upsert_document(collection, DocumentInput(source="seed.md"), chunks)
+            # The set-up's table statistics now, not whenever this backend flushes them: a
+            # late flush (a pooled connection's, in a CI run) showed as activity in the other
+            # schema during test_searches_and_writes_touch_only_the_stores_schema.
+            conn.execute("SELECT pg_stat_force_next_flush()")
+            conn.execute("SELECT 1")
+    store = PostgresStore(dsn, schema=names[0])
     try:
-        yield stores[0], names[0], names[1]
+        yield store, names[0], names[1]
     finally:
-        stores[0].close()
+        store.close()
         for name in names:
             drop_schema(dsn, name)
 
