@@ -42,7 +42,7 @@ def test_importing_every_rag_plugin_module_loads_no_django() -> None:
     assert python_output(IMPORT_EVERYTHING) == ""
 
 
-def _imported_modules(path: Path) -> set[str]:
+def _file_imports(path: Path) -> set[str]:
     """The modules a source file imports (absolute imports; the project uses no others)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found: set[str] = set()
@@ -60,7 +60,7 @@ def test_the_business_layer_never_imports_the_http_layer() -> None:
     offending = {
         str(path.relative_to(PROJECT_ROOT)): sorted(
             name
-            for name in _imported_modules(path)
+            for name in _file_imports(path)
             if name.startswith(("portal.api", "rest_framework"))
         )
         for path in sorted((PROJECT_ROOT / "portal" / "rag").rglob("*.py"))
