@@ -13,45 +13,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from rag_plugin.cli import output
-from rag_plugin.cli.client import ApiError, RagClient
+from rag_plugin.cli.errors import ApiError
 from rag_plugin.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
-    from rag_plugin.cli.commands import Console
+    from rag_plugin.cli.client import RagClient
+    from rag_plugin.cli.console import Console
 
-__all__ = ["add_chat_parser", "chat"]
+__all__ = ["chat"]
 
 PROMPT = "you> "
-MAX_MESSAGES = 20
-
-
-def add_chat_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    connection: argparse.ArgumentParser,
-) -> None:
-    """The ``chat`` sub-command's arguments."""
-    parser = commands.add_parser(
-        "chat", parents=[connection], help="chat with a profile's or collections' documents"
-    )
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--profile", help="a retrieval profile of your tenant")
-    target.add_argument(
-        "--collection",
-        action="append",
-        dest="collections",
-        metavar="NAME",
-        help="a collection of yours to search (repeatable)",
-    )
-    parser.add_argument(
-        "--message", help="ask this one question and exit (with --json: the server's JSON)"
-    )
-    parser.add_argument(
-        "--max-messages",
-        type=int,
-        default=MAX_MESSAGES,
-        help=f"messages sent per question, the oldest turns dropped first ({MAX_MESSAGES}, "
-        "the portal's default RAG_MAX_CHAT_MESSAGES)",
-    )
 
 
 def chat(args: argparse.Namespace, console: Console, client: RagClient) -> int:

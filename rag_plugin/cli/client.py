@@ -13,14 +13,10 @@ import httpx
 from httpx_sse import connect_sse
 
 from rag_plugin.cli.errors import ApiError as ApiError  # raised by every request
-from rag_plugin.cli.errors import error_details, reaching
 from rag_plugin.cli.job import Job, JobPage, Submitted
-from rag_plugin.cli.transport import http_client
+from rag_plugin.cli.options import DEFAULT_HOST
+from rag_plugin.cli.transport import error_details, http_client, reaching
 from rag_plugin.exceptions import InvalidInputError
-
-DEFAULT_HOST = "http://localhost:8000"
-BATCH_MAX_DOCUMENTS = 100
-"""The portal's limit on documents per ``/api/rag/ingest/batch`` request."""
 
 
 @dataclass(frozen=True)

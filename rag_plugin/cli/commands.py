@@ -1,177 +1,31 @@
-"""The ``ragctl`` commands: argument parsing and the ingest-dir, search and collections flows
-(sending ingest-dir's documents and waiting for their jobs is ``sending.py``, the chat
-``chat.py``, the jobs command ``jobs.py``)."""
+"""The ``ragctl`` commands once their arguments are parsed (``options.py``): the ingest-dir,
+search and collections flows, and the dispatch to them (sending ingest-dir's documents and
+waiting for their jobs is ``sending.py``, the chat ``chat.py``, the jobs command ``jobs.py``)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
-
-import httpx
+from typing import Any
 
 from rag_plugin.cli import output
-from rag_plugin.cli.arguments import key_value, positive
-from rag_plugin.cli.chat import add_chat_parser
 from rag_plugin.cli.chat import chat as chat_flow
-from rag_plugin.cli.client import (
-    BATCH_MAX_DOCUMENTS,
-    DEFAULT_HOST,
-    ApiError,
-    RagClient,
-    normalize_host,
-)
-from rag_plugin.cli.discovery import DEFAULT_MAX_UPLOAD_BYTES, Discovery, discover
-from rag_plugin.cli.jobs import add_jobs_parser
+from rag_plugin.cli.client import ApiError, RagClient, normalize_host
+from rag_plugin.cli.console import CommandError, Console
+from rag_plugin.cli.discovery import Discovery, discover
 from rag_plugin.cli.jobs import jobs as jobs_flow
+from rag_plugin.cli.options import DEFAULT_HOST, HOST_ENV, TOKEN_ENV
 from rag_plugin.cli.sending import Interrupted, Sent, document_json, send_documents
 from rag_plugin.exceptions import RagError
 
-CHUNKING_STRATEGIES = ("word", "semantic", "character")
-SEARCH_STRATEGIES = ("semantic", "bm25", "fuzzy", "hybrid")
-HOST_ENV = "RAG_HOST"
-TOKEN_ENV = "RAG_TOKEN"  # noqa: S105 (the variable's name, not a secret)
-DEFAULT_BATCH_SIZE = 20
-DEFAULT_WAIT_TIMEOUT = 3600.0
+__all__ = ["dispatch"]
 
 
-class CommandError(RagError):
-    """A command cannot go on (missing credentials, failed login, failed documents)."""
-
-
-@dataclass(frozen=True)
-class Console:
-    """Where a command reads its environment and writes; tests swap the streams and transport."""
-
-    stdout: TextIO
-    stderr: TextIO
-    environ: Mapping[str, str] = field(default_factory=dict)
-    transport: httpx.BaseTransport | None = None
-    # Asks for a password interactively; None where nobody could answer (stdin not a terminal).
-    prompt: Callable[[str], str] | None = None
-    # Where `ragctl chat` reads its questions; None: no questions.
-    stdin: TextIO | None = None
-
-    def out(self, line: str) -> None:
-        print(line, file=self.stdout)
-
-    def err(self, line: str) -> None:
-        print(line, file=self.stderr)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``ragctl`` argument parser with its five sub-commands."""
-    connection = argparse.ArgumentParser(add_help=False)
-    connection.add_argument(
-        "--host", help=f"portal base URL (default: ${HOST_ENV} or {DEFAULT_HOST})"
-    )
-    connection.add_argument("--token", help=f"bearer token (default: ${TOKEN_ENV})")
-    connection.add_argument("--user", help="user name or e-mail address to log in with")
-    connection.add_argument("--password", help="password for --user (prompted on a terminal)")
-    connection.add_argument(
-        "--timeout", type=positive(float), default=300.0, help="seconds per request (300)"
-    )
-    connection.add_argument("--json", action="store_true", help="machine-readable JSON output")
-
-    parser = argparse.ArgumentParser(
-        prog="ragctl", description="Bulk ingest and search over the rag-plugin portal's REST API."
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    ingest = commands.add_parser(
-        "ingest-dir",
-        parents=[connection],
-        help="ingest every text, PDF, DOCX and HTML file under a folder",
-    )
-    ingest.add_argument("--collection", required=True)
-    ingest.add_argument("--docs-path", required=True, type=Path)
-    ingest.add_argument("--chunking-strategy", choices=CHUNKING_STRATEGIES)
-    ingest.add_argument("--tag", action="append", default=[], dest="tags", metavar="TAG")
-    ingest.add_argument(
-        "--metadata",
-        action="append",
-        type=key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="metadata on every document (repeatable; VALUE as JSON if it parses, else text)",
-    )
-    ingest.add_argument(
-        "--batch-size",
-        type=positive(int, most=BATCH_MAX_DOCUMENTS),
-        default=DEFAULT_BATCH_SIZE,
-        metavar="N",
-        help=f"documents per request ({DEFAULT_BATCH_SIZE}; 1 sends each document on its own)",
-    )
-    ingest.add_argument(
-        "--max-upload-bytes",
-        type=positive(int),
-        default=DEFAULT_MAX_UPLOAD_BYTES,
-        metavar="BYTES",
-        help="skip PDF, DOCX and HTML files larger than this: the portal's upload limit "
-        f"(RAG_MAX_UPLOAD_BYTES, {DEFAULT_MAX_UPLOAD_BYTES} by default)",
-    )
-    ingest.add_argument(
-        "--dry-run", action="store_true", help="list what would be sent; no network at all"
-    )
-    ingest.add_argument(
-        "--no-wait",
-        action="store_true",
-        help="submit the ingestion jobs, print their ids and exit without waiting for them",
-    )
-    ingest.add_argument(
-        "--wait-timeout",
-        type=positive(float),
-        default=DEFAULT_WAIT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"give up waiting for the jobs after this long ({DEFAULT_WAIT_TIMEOUT:.0f}; they go "
-        "on in the portal) and exit non-zero",
-    )
-
-    search = commands.add_parser("search", parents=[connection], help="search a collection")
-    search.add_argument("--collection", required=True)
-    search.add_argument("--query", required=True)
-    search.add_argument("--top-k", type=positive(int), default=10)
-    search.add_argument("--strategy", choices=SEARCH_STRATEGIES)
-    search.add_argument(
-        "--filter",
-        action="append",
-        type=key_value,
-        default=[],
-        dest="filters",
-        metavar="KEY=VALUE",
-        help="only chunks whose metadata KEY equals VALUE (repeatable, all must hold; VALUE "
-        "as JSON if it parses, else text)",
-    )
-    search.add_argument("--rerank", choices=("lexical", "cross-encoder", "off"))
-
-    commands.add_parser("collections", parents=[connection], help="list your collections")
-    add_chat_parser(commands, connection)
-    add_jobs_parser(commands, connection)
-    return parser
-
-
-def _pairs(pairs: Sequence[tuple[str, Any]], option: str) -> dict[str, Any]:
-    """The ``KEY=VALUE`` options as a mapping; a key given twice with two values is refused."""
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found and found[key] != value:
-            raise CommandError(f"{option} {key} is given twice, as {found[key]!r} and {value!r}")
-        found[key] = value
-    return found
-
-
-def run(argv: Sequence[str] | None, console: Console) -> int:
-    """Run one ``ragctl`` command; 0 on success, 1 on failure, 2 on bad arguments."""
-    try:
-        # argparse writes usage errors and --help itself; send them to this console's streams.
-        with redirect_stdout(console.stdout), redirect_stderr(console.stderr):
-            args = build_parser().parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    handlers = {
+def dispatch(args: argparse.Namespace, console: Console) -> int:
+    """Run the parsed command; 0 on success, 1 on failure, 130 when interrupted."""
+    handlers: dict[str, Callable[[argparse.Namespace, Console], int]] = {
         "ingest-dir": ingest_dir,
         "search": search,
         "collections": collections,
@@ -186,6 +40,16 @@ def run(argv: Sequence[str] | None, console: Console) -> int:
     except KeyboardInterrupt:
         console.err("error: interrupted")
         return 130
+
+
+def _pairs(pairs: Sequence[tuple[str, Any]], option: str) -> dict[str, Any]:
+    """The ``KEY=VALUE`` options as a mapping; a key given twice with two values is refused."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found and found[key] != value:
+            raise CommandError(f"{option} {key} is given twice, as {found[key]!r} and {value!r}")
+        found[key] = value
+    return found
 
 
 def ingest_dir(args: argparse.Namespace, console: Console) -> int:

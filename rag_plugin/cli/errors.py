@@ -1,16 +1,11 @@
-"""The error ``ragctl``'s client raises for anything the portal did not answer as expected,
-and how a failed request or an error answer becomes one."""
+"""The error ``ragctl``'s client raises for anything the portal did not answer as expected
+(``transport.py`` makes one of a failed request or an error answer)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import httpx
-
 from rag_plugin.exceptions import RagError
 
-__all__ = ["ApiError", "error_details", "reaching"]
+__all__ = ["ApiError"]
 
 
 class ApiError(RagError):
@@ -27,32 +22,3 @@ class ApiError(RagError):
         self.server_code = code
         if code is not None:
             self.code = code
-
-
-@contextmanager
-def reaching(url: str) -> Iterator[None]:
-    """Turn a request's transport failures (no connection, no answer in time) into ApiError."""
-    try:
-        yield
-    except httpx.TimeoutException as exc:
-        raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
-    except httpx.TransportError as exc:
-        raise ApiError(f"could not reach {url}: {exc}") from exc
-
-
-def error_details(response: httpx.Response) -> tuple[str, str | None]:
-    """The API's ``{"error", "code"}`` body, or the start of whatever else came back."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        message = body.get("error", body.get("detail"))
-        code = body.get("code")
-        request_id = body.get("request_id")
-        if isinstance(message, str) and message:
-            if isinstance(request_id, str) and request_id:
-                message = f"{message} (request id {request_id})"  # what the server logged
-            return message, code if isinstance(code, str) else None
-    text = " ".join(response.text.split())[:200]
-    return text or response.reason_phrase, None

@@ -7,56 +7,22 @@ import argparse
 from typing import TYPE_CHECKING
 
 from rag_plugin.cli import output
-from rag_plugin.cli.arguments import positive
-from rag_plugin.cli.client import ApiError, RagClient
-from rag_plugin.cli.job import STATES, Job, JobPage
+from rag_plugin.cli.errors import ApiError
+from rag_plugin.cli.job import Job, JobPage
 from rag_plugin.cli.waiting import Pacer
 from rag_plugin.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
-    from rag_plugin.cli.commands import Console
+    from rag_plugin.cli.client import RagClient
+    from rag_plugin.cli.console import Console
 
-__all__ = ["add_jobs_parser", "jobs"]
+__all__ = ["jobs"]
 
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 1000
 WATCH_SECONDS = 2.0
 """The longest wait between two refreshes of ``--watch``."""
 
 _ERASE_LINES = "\x1b[{}F\x1b[J"  # up N lines to their start, then clear to the screen's end
 _LIST_OPTIONS = ("state", "collection", "shared", "watch")
-
-
-def add_jobs_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    connection: argparse.ArgumentParser,
-) -> None:
-    """The ``jobs`` sub-command's arguments."""
-    parser = commands.add_parser(
-        "jobs",
-        parents=[connection],
-        help="list, watch, cancel or retry ingestion jobs",
-        description="Without ACTION: list your ingestion jobs, newest first. "
-        "cancel ID / retry ID: cancel or retry one job and print its new state.",
-    )
-    parser.add_argument("action", nargs="?", choices=("cancel", "retry"), metavar="ACTION",
-                        help="cancel or retry (with ID)")  # fmt: skip
-    parser.add_argument("job_id", nargs="?", metavar="ID", help="the job to cancel or retry")
-    parser.add_argument("--state", choices=STATES, help="only jobs in this state")
-    parser.add_argument("--collection", help="only jobs on this collection")
-    parser.add_argument(
-        "--shared", action="store_true", help="only jobs on the tenant's shared collections"
-    )
-    parser.add_argument(
-        "--limit",
-        type=positive(int, most=MAX_LIMIT),
-        default=DEFAULT_LIMIT,
-        metavar="N",
-        help=f"list at most N jobs ({DEFAULT_LIMIT}, at most {MAX_LIMIT})",
-    )
-    parser.add_argument(
-        "--watch", action="store_true", help="refresh the table until every listed job has ended"
-    )
 
 
 def jobs(args: argparse.Namespace, console: Console, client: RagClient) -> int:

@@ -1,10 +1,22 @@
-"""The HTTP transport of ``ragctl``: ``*.localhost`` tenants reached on loopback."""
+"""The HTTP transport of ``ragctl``: ``*.localhost`` tenants reached on loopback, and a failed
+request or an error answer turned into :class:`~rag_plugin.cli.errors.ApiError`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import httpx
 
-__all__ = ["LoopbackTransport", "http_client", "is_localhost_subdomain"]
+from rag_plugin.cli.errors import ApiError
+
+__all__ = [
+    "LoopbackTransport",
+    "error_details",
+    "http_client",
+    "is_localhost_subdomain",
+    "reaching",
+]
 
 LOOPBACK = "127.0.0.1"
 CONNECT_TIMEOUT = 10.0
@@ -57,3 +69,32 @@ def http_client(timeout: float, transport: httpx.BaseTransport | None = None) ->
     return httpx.Client(
         timeout=timeouts, headers=headers, mounts={"all://*.localhost": LoopbackTransport()}
     )
+
+
+@contextmanager
+def reaching(url: str) -> Iterator[None]:
+    """Turn a request's transport failures (no connection, no answer in time) into ApiError."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise ApiError(f"no answer from {url} in time ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise ApiError(f"could not reach {url}: {exc}") from exc
+
+
+def error_details(response: httpx.Response) -> tuple[str, str | None]:
+    """The API's ``{"error", "code"}`` body, or the start of whatever else came back."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        message = body.get("error", body.get("detail"))
+        code = body.get("code")
+        request_id = body.get("request_id")
+        if isinstance(message, str) and message:
+            if isinstance(request_id, str) and request_id:
+                message = f"{message} (request id {request_id})"  # what the server logged
+            return message, code if isinstance(code, str) else None
+    text = " ".join(response.text.split())[:200]
+    return text or response.reason_phrase, None

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from rag_plugin.cli.commands import Console, run
+from rag_plugin.cli import run
+from rag_plugin.cli.console import Console
 from tests.conftest import PortalServer
 from tests.portal.api.test_context import ingest
 from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer

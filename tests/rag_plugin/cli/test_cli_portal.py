@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from portal import launch
-from rag_plugin.cli import main
-from rag_plugin.cli.commands import Console, run
+from rag_plugin.cli import main, run
+from rag_plugin.cli.console import Console
 from tests.conftest import LOGS, PortalServer
 
 ACME = "acme.localhost"

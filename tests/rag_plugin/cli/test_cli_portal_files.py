@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from portal import launch
-from rag_plugin.cli.commands import Console, run
+from rag_plugin.cli import run
+from rag_plugin.cli.console import Console
 from tests.conftest import LOGS, PortalServer
 from tests.rag_plugin.cli.test_cli_portal import (
     ACME,

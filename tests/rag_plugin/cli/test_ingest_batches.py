@@ -8,10 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_plugin.cli import main
+from rag_plugin.cli import main, run
 from rag_plugin.cli.batching import MAX_BATCH_BYTES, plan_batches
 from rag_plugin.cli.client import document_fields, encoded_size
-from rag_plugin.cli.commands import run
 from rag_plugin.cli.discovery import Document
 from tests.rag_plugin.cli.fake_portal import FakePortal, running_fake_portal
 from tests.rag_plugin.cli.test_ingest_dir import (

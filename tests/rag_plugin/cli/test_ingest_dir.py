@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_plugin.cli import main
-from rag_plugin.cli.commands import Console, run
+from rag_plugin.cli import main, run
+from rag_plugin.cli.console import Console
 from tests.rag_plugin.cli.fake_jobs import job_id
 from tests.rag_plugin.cli.fake_portal import PASSWORD, FakePortal
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_plugin.cli.commands import run
+from rag_plugin.cli import run
 from tests.rag_plugin.cli.fake_jobs import job_id
 from tests.rag_plugin.cli.fake_portal import FakePortal
 from tests.rag_plugin.cli.test_ingest_dir import UNSUPPORTED, ingest_argv, make_console

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_plugin.cli.commands import run
+from rag_plugin.cli import run
 from rag_plugin.cli.waiting import Pacer
 from tests.rag_plugin.cli.conftest import FakeTime
 from tests.rag_plugin.cli.fake_jobs import job_id

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from rag_plugin.cli import main
-from rag_plugin.cli.commands import run
+from rag_plugin.cli import main, run
 from tests.rag_plugin.cli.conftest import FakeTime
 from tests.rag_plugin.cli.fake_jobs import job_id
 from tests.rag_plugin.cli.fake_portal import PASSWORD, FakePortal
