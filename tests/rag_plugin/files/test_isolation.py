@@ -3,13 +3,12 @@ child process: out of time, out of memory or crashed, the caller gets a clear er
 
 from __future__ import annotations
 
-import ctypes
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -24,7 +23,7 @@ from rag_plugin.exceptions import (
     TooManyPagesError,
     UnsupportedFileTypeError,
 )
-from rag_plugin.files import ExtractionLimits, extract, extract_isolated
+from rag_plugin.files import ExtractionLimits, extract, extract_isolated, isolation
 from tests.rag_plugin.files import makers
 
 
@@ -62,38 +61,41 @@ def test_the_childs_errors_come_back_as_the_same_class_and_message(
     assert str(isolated.value) == str(local.value)
 
 
-PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+def _group_members(group: int, name: str) -> list[psutil.Process]:
+    """The running processes called ``name`` in process group ``group``."""
+    found = []
+    for process in psutil.process_iter(["name"]):
+        try:
+            if process.info["name"] == name and os.getpgid(process.pid) == group:
+                found.append(process)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return found
 
 
-@contextmanager
-def adopting_orphans() -> Iterator[None]:
-    """Make this process the subreaper of its descendants for the block: a process whose
-    parent dies is then reparented here, not to init, so whatever an extraction leaves behind
-    becomes this process's child (and another test's tesseract, running at the same time in
-    another process, never does)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, ctypes.get_errno()
-    try:
-        yield
-    finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-
-
-def test_an_extraction_past_its_time_is_killed_with_its_tesseract() -> None:
+def test_an_extraction_past_its_time_is_killed_with_its_tesseract(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # OCR of three scanned pages takes seconds; the limit is half of one.
     data = makers.scanned_pdf(3)
-    started = time.time()
+    real_kill = isolation._kill
+    groups: list[int] = []
 
-    with adopting_orphans():
-        with pytest.raises(ExtractionTimeoutError) as caught:
-            extract_isolated(data, filename="scan.pdf", limits=ExtractionLimits(timeout_s=0.5))
-        # An orphan is reparented to us, a direct child; a tesseract that another test's job
-        # worker or server (also our descendants) runs still has that process as its parent.
-        left = [
-            process
-            for process in psutil.Process().children()
-            if process.name() == "tesseract" and process.status() != psutil.STATUS_ZOMBIE
-        ]
+    def recording_kill(child: Any) -> None:
+        groups.append(child.pid)  # the child's own process group, Tesseract's too
+        real_kill(child)
+
+    monkeypatch.setattr(isolation, "_kill", recording_kill)
+    started = time.time()
+    with pytest.raises(ExtractionTimeoutError) as caught:
+        extract_isolated(data, filename="scan.pdf", limits=ExtractionLimits(timeout_s=0.5))
+    # Looked up by the killed child's process group, so another test's Tesseract (a
+    # server's or a job worker's, running at the same time) never counts.
+    left = [
+        process
+        for process in _group_members(groups[0], "tesseract")
+        if process.status() != psutil.STATUS_ZOMBIE
+    ]
 
     assert time.time() - started < 5
     assert str(caught.value) == (
