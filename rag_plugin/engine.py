@@ -54,7 +54,6 @@ from dataclasses import dataclass
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.explain import SearchExplanation, explain_fusion, explain_single
-from rag_plugin.filters import shared_filters
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights, RrfFusion, SearchResult, rank_results
 from rag_plugin.rerank import Reranker, RerankInfo
 from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
@@ -64,6 +63,7 @@ from rag_plugin.stores.base import (
     Correction,
     Filters,
     ScoredChunk,
+    SearchContext,
     Store,
 )
 
@@ -342,7 +342,7 @@ class CollectionSearcher:
         collection: CollectionInfo,
         query: str,
         n: int,
-        filters: Filters | None,
+        filters: Filters | SearchContext | None,
         vector: Sequence[float] | None = None,
     ) -> list[ScoredChunk]:
         if vector is None:
@@ -364,12 +364,12 @@ class CollectionSearcher:
         explain: bool,
     ) -> tuple[list[SearchHit], SearchExplanation | None]:
         fuzzy_n = min(n, 2 * top_k)
-        filters = shared_filters(filters)  # the legs share what one of them learns about it
+        context = SearchContext.of(filters)  # the legs share what one of them learns
         runs: list[tuple[_Leg, float, SearchStrategy]] = []
         if weights.semantic > 0:
             runs.append(
                 (
-                    lambda: self._dense(collection, query, n, filters, vector),
+                    lambda: self._dense(collection, query, n, context, vector),
                     weights.semantic,
                     SearchStrategy.SEMANTIC,
                 )
@@ -377,7 +377,7 @@ class CollectionSearcher:
         if weights.bm25 > 0:
             runs.append(
                 (
-                    lambda: self.store.bm25(collection, lexical_query, n, filters),
+                    lambda: self.store.bm25(collection, lexical_query, n, context),
                     weights.bm25,
                     SearchStrategy.BM25,
                 )
@@ -385,7 +385,7 @@ class CollectionSearcher:
         if weights.fuzzy > 0:
             runs.append(
                 (
-                    lambda: self.store.fuzzy(collection, lexical_query, fuzzy_n, filters),
+                    lambda: self.store.fuzzy(collection, lexical_query, fuzzy_n, context),
                     weights.fuzzy,
                     SearchStrategy.FUZZY,
                 )

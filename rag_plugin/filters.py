@@ -41,7 +41,6 @@ from enum import StrEnum
 from typing import Any, TypeAlias
 
 from rag_plugin.exceptions import InvalidInputError
-from rag_plugin.shared_filters import SharedFilters
 
 __all__ = [
     "LIST_OPERATORS",
@@ -58,11 +57,9 @@ __all__ = [
     "Filters",
     "MetadataFilter",
     "Scalar",
-    "SharedFilters",
     "as_expression",
     "filters_from_json",
     "matches",
-    "shared_filters",
 ]
 
 Scalar: TypeAlias = str | int | float | bool
@@ -135,9 +132,9 @@ class FilterGroup:
 
 
 FilterExpression: TypeAlias = MetadataFilter | FilterGroup
-Filters: TypeAlias = FilterExpression | Mapping[str, Scalar] | SharedFilters
-"""What the store legs accept: an expression, ``{key: value}`` equality filters, or either
-shared by the legs of one search."""
+Filters: TypeAlias = FilterExpression | Mapping[str, Scalar]
+"""What the store legs accept: an expression, or ``{key: value}`` equality filters (the legs
+of one search share them as a :class:`~rag_plugin.stores.context.SearchContext`)."""
 
 
 # -- building and validating -------------------------------------------------------------
@@ -152,8 +149,6 @@ def as_expression(filters: Filters | None) -> FilterExpression | None:
     """
     if filters is None:
         return None
-    if isinstance(filters, SharedFilters):
-        return filters.expression  # validated when it was made
     if isinstance(filters, MetadataFilter | FilterGroup):
         expression = filters
     elif isinstance(filters, Mapping):
@@ -172,14 +167,6 @@ def as_expression(filters: Filters | None) -> FilterExpression | None:
     if count > MAX_FILTERS:
         raise InvalidInputError(f"filters hold {count} conditions; the limit is {MAX_FILTERS}.")
     return expression
-
-
-def shared_filters(filters: Filters | None) -> SharedFilters | None:
-    """``filters`` validated, for the legs of one search to share (None for no filter)."""
-    if isinstance(filters, SharedFilters):
-        return filters
-    expression = as_expression(filters)
-    return None if expression is None else SharedFilters(expression)
 
 
 def _check(expression: FilterExpression, depth: int) -> int:

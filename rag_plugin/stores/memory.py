@@ -33,22 +33,19 @@ from rag_plugin.stores.base import (
     ChunkInput,
     ChunkRecord,
     CollectionInfo,
+    CollectionKey,
     DocumentInput,
     DocumentRecord,
-    Filters,
     QueryCorrection,
     ScoredChunk,
+    SearchContext,
     Store,
-    check_distinct_sources,
-    check_leg_size,
     check_same_model,
+    chunk_id,
     new_document_id,
-    settled_collection,
-    validate_collection_name,
 )
 from rag_plugin.stores.memory_collection import MemoryCollection, Vector, to_vector
 from rag_plugin.stores.usage import Usage, WriteLimits, check_usage
-from rag_plugin.vectors import DistanceMetric
 
 __all__ = ["FILE_NAME", "MemoryStore"]
 
@@ -108,32 +105,18 @@ class MemoryStore(Store):
 
     # -- collections -------------------------------------------------------------------
 
-    def create_collection(
-        self,
-        name: str,
-        *,
-        dimensions: int,
-        embedding_model: str,
-        owner: str | None = None,
-        metric: DistanceMetric = DistanceMetric.COSINE,
-        analyzer: str = "seed",
-    ) -> CollectionInfo:
-        """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
-        collection = _new_collection(
-            CollectionInfo(name, owner, dimensions, embedding_model, metric, analyzer)
-        )
+    def _create_collection(self, collection: CollectionInfo) -> CollectionInfo:
+        key = (collection.owner, collection.name)
         with self._lock:
-            if (owner, name) in self._collections:
-                raise CollectionExistsError(name)
-            self._collections[(owner, name)] = collection
+            if key in self._collections:
+                raise CollectionExistsError(collection.name)
+            created = self._collections[key] = MemoryCollection.empty(collection)
             self._changed()
-            return collection.counted()
+            return created.counted()
 
-    def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
-        """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
-        validate_collection_name(name)
+    def _get_collection(self, key: CollectionKey) -> CollectionInfo:
         with self._lock:
-            return self._get(owner, name).counted()
+            return self._get(key.owner, key.name).counted()
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
         """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
@@ -141,34 +124,28 @@ class MemoryStore(Store):
             found = [c.counted() for (o, _), c in self._collections.items() if o == owner]
         return sorted(found, key=lambda info: info.name)
 
-    def delete_collection(self, name: str, *, owner: str | None = None) -> int:
-        """Delete the collection and everything in it; return how many documents it had."""
-        validate_collection_name(name)
+    def _delete_collection(self, key: CollectionKey) -> int:
         with self._lock:
-            count = self._get(owner, name).counted().document_count
-            del self._collections[(owner, name)]
+            count = self._get(key.owner, key.name).counted().document_count
+            del self._collections[(key.owner, key.name)]
             self._changed()
             return count
 
     # -- documents ---------------------------------------------------------------------
 
-    def upsert_documents(
+    def _upsert_documents(
         self,
         collection: CollectionInfo,
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
         *,
-        create: bool = False,
-        limits: WriteLimits | None = None,
+        create: bool,
+        limits: WriteLimits | None,
     ) -> list[DocumentRecord]:
-        """Store documents and their chunks in one step, replacing those with the same source.
-
-        Everything is validated before the first change, so one bad chunk changes nothing;
-        a collection made by ``create=True`` is added only once every document is in it.
-        """
+        """Everything is validated before the first change, so one bad chunk changes nothing;
+        a collection made by ``create=True`` is added only once every document is in it."""
         with self._lock:
-            validate_collection_name(collection.name)
             key = (collection.owner, collection.name)
-            planned = _new_collection(collection) if create else None  # validated either way
+            planned = MemoryCollection.empty(collection) if create else None
             target = self._collections.get(key)
             if target is None:
                 if planned is None:
@@ -176,7 +153,6 @@ class MemoryStore(Store):
                 target = planned
             elif planned is not None:
                 check_same_model(target.info, collection)
-            check_distinct_sources(documents)
             checked = [_Checked.of(target, document, chunks) for document, chunks in documents]
             if limits is not None and limits.any:
                 self._check_limits(target, checked, limits)
@@ -246,7 +222,7 @@ class MemoryStore(Store):
         stored = [
             (
                 ChunkRecord(
-                    id=f"{document_id}_{chunk.index}",
+                    id=chunk_id(document_id, chunk.index),
                     document_id=document_id,
                     index=chunk.index,
                     content=chunk.content,
@@ -264,42 +240,33 @@ class MemoryStore(Store):
         target.add_document(record, stored, self._sequence)
         return record
 
-    def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
-        """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
+    def _delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         with self._lock:
             if not self._resolve(collection).remove_document(document_id):
                 raise DocumentNotFoundError(document_id)
             self._changed()
 
-    def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
-        """Return one document; raise ``DocumentNotFoundError`` if absent."""
+    def _get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         with self._lock:
             found = self._resolve(collection).document(document_id)
         if found is None:
             raise DocumentNotFoundError(document_id)
         return found
 
-    def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
-        """Return the document stored under a non-empty ``source``, or None."""
+    def _find_document(self, collection: CollectionInfo, source: str) -> DocumentRecord | None:
         with self._lock:
             stored = self._resolve(collection)
             document_id = stored.document_for_source(source)
             return stored.document(document_id) if document_id is not None else None
 
-    def list_documents(
-        self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
+    def _list_documents(
+        self, collection: CollectionInfo, limit: int, offset: int
     ) -> list[DocumentRecord]:
-        """Return documents, newest first."""
-        if limit < 0 or offset < 0:
-            raise InvalidInputError(
-                f"limit and offset must not be negative, got limit={limit}, offset={offset}."
-            )
         with self._lock:
             documents = self._resolve(collection).documents_newest_first()
         return documents[offset : offset + limit]
 
-    def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
-        """Return a document's chunks in index order."""
+    def _document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
         with self._lock:
             found = self._resolve(collection).chunks_of(document_id)
         if found is None:
@@ -308,37 +275,31 @@ class MemoryStore(Store):
 
     # -- search legs -------------------------------------------------------------------
 
-    def dense(
+    def _dense(
         self,
         collection: CollectionInfo,
         vector: Sequence[float],
         n: int,
-        filters: Filters | None = None,
+        context: SearchContext,
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by exact vector similarity; ties go to the smaller chunk id."""
-        check_leg_size(n)
+        """Exact: every chunk's similarity from the collection's matrix."""
         with self._lock:
             target = self._resolve(collection)
-            return target.dense(to_vector(vector, target.info.dimensions), n, filters)
+            return target.dense(to_vector(vector, target.info.dimensions), n, context)
 
-    def bm25(
-        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    def _bm25(
+        self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
-        check_leg_size(n)
         with self._lock:
-            return self._resolve(collection).bm25(query, n, filters)
+            return self._resolve(collection).bm25(query, n, context)
 
-    def fuzzy(
-        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    def _fuzzy(
+        self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
-        check_leg_size(n)
         with self._lock:
-            return self._resolve(collection).fuzzy(query, n, filters)
+            return self._resolve(collection).fuzzy(query, n, context)
 
-    def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
-        """Correct each query word to the closest word of the collection's vocabulary."""
+    def _correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
         with self._lock:
             return self._resolve(collection).correct_query(query)
 
@@ -401,13 +362,7 @@ class MemoryStore(Store):
         return found
 
     def _resolve(self, collection: CollectionInfo) -> MemoryCollection:
-        validate_collection_name(collection.name)
         return self._get(collection.owner, collection.name)
-
-
-def _new_collection(info: CollectionInfo) -> MemoryCollection:
-    """An empty collection of ``info``'s settings, validated (:func:`settled_collection`)."""
-    return MemoryCollection.empty(settled_collection(info))
 
 
 def _json_copy(value: Any, what: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_plugin.filters import SharedFilters, as_expression, matches
+from rag_plugin.filters import matches
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import Bm25Index
 from rag_plugin.lexical.fuzzy import FuzzyIndex
@@ -23,9 +23,10 @@ from rag_plugin.stores.base import (
     ChunkRecord,
     CollectionInfo,
     DocumentRecord,
-    Filters,
     QueryCorrection,
     ScoredChunk,
+    SearchContext,
+    chunk_id,
     validate_collection_name,
 )
 from rag_plugin.stores.usage import Usage
@@ -121,11 +122,11 @@ class MemoryCollection:
             return False
         if self._by_source.get(document.record.source) == document_id:
             del self._by_source[document.record.source]
-        for chunk_id in document.chunk_ids:
-            del self._chunks[chunk_id]
-            del self._vectors[chunk_id]
-            self._bm25.remove_document(chunk_id)
-            self._fuzzy.remove_document(chunk_id)
+        for stored in document.chunk_ids:
+            del self._chunks[stored]
+            del self._vectors[stored]
+            self._bm25.remove_document(stored)
+            self._fuzzy.remove_document(stored)
         self._matrix = None
         return True
 
@@ -146,7 +147,7 @@ class MemoryCollection:
 
     # -- legs --------------------------------------------------------------------------
 
-    def dense(self, query: Vector, n: int, filters: Filters | None) -> list[ScoredChunk]:
+    def dense(self, query: Vector, n: int, context: SearchContext) -> list[ScoredChunk]:
         """Top ``n`` chunks by the metric's similarity to ``query``, exactly."""
         if self._matrix is None:
             self._matrix_ids = sorted(self._vectors)
@@ -156,7 +157,7 @@ class MemoryCollection:
         if n == 0 or not ids:
             return []
         scores = _similarities(self._matrix, query, self.info.metric)
-        allowed = self._allowed_ids(filters)
+        allowed = self._allowed_ids(context)
         if allowed is not None:
             mask = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
             scores = np.where(mask, scores, -np.inf)
@@ -167,29 +168,29 @@ class MemoryCollection:
             if scores[row] != -np.inf
         ]
 
-    def bm25(self, query: str, n: int, filters: Filters | None) -> list[ScoredChunk]:
+    def bm25(self, query: str, n: int, context: SearchContext) -> list[ScoredChunk]:
         """Top ``n`` chunks by BM25 over the whole collection."""
         if n == 0:
             return []
-        hits = self._bm25.search(query, n, allowed_ids=self._allowed_ids(filters))
-        return [ScoredChunk(self._chunks[chunk_id], score) for chunk_id, score in hits]
+        hits = self._bm25.search(query, n, allowed_ids=self._allowed_ids(context))
+        return [ScoredChunk(self._chunks[found], score) for found, score in hits]
 
-    def fuzzy(self, query: str, n: int, filters: Filters | None) -> list[ScoredChunk]:
+    def fuzzy(self, query: str, n: int, context: SearchContext) -> list[ScoredChunk]:
         """Top ``n`` chunks by the fuzzy word-match score."""
         if n == 0:
             return []
-        hits = self._fuzzy.search(query, n, allowed_ids=self._allowed_ids(filters))
-        return [ScoredChunk(self._chunks[chunk_id], score) for chunk_id, score in hits]
+        hits = self._fuzzy.search(query, n, allowed_ids=self._allowed_ids(context))
+        return [ScoredChunk(self._chunks[found], score) for found, score in hits]
 
     def correct_query(self, query: str) -> QueryCorrection:
         """Correct each query word against this collection's vocabulary."""
         correction: QueryCorrection = self._fuzzy.correct_query(query)
         return correction
 
-    def _allowed_ids(self, filters: Filters | None) -> set[str] | None:
-        """The ids of the chunks matching ``filters`` (None for no filter): once a search
-        when its legs share the filters."""
-        expression = as_expression(filters)
+    def _allowed_ids(self, context: SearchContext) -> set[str] | None:
+        """The ids of the chunks matching the search's filter (None for no filter), once a
+        search: its legs share the context."""
+        expression = context.expression
         if expression is None:
             return None
 
@@ -198,9 +199,7 @@ class MemoryCollection:
                 chunk.id for chunk in self._chunks.values() if matches(expression, chunk.metadata)
             }
 
-        if isinstance(filters, SharedFilters):
-            return filters.once(("allowed_ids", id(self)), matching)
-        return matching()
+        return context.once(("allowed_ids", id(self)), matching)
 
     # -- JSON --------------------------------------------------------------------------
 
@@ -257,7 +256,7 @@ class MemoryCollection:
             chunks = [
                 (
                     ChunkRecord(
-                        id=f"{document_id}_{int(chunk['index'])}",
+                        id=chunk_id(document_id, int(chunk["index"])),
                         document_id=document_id,
                         index=int(chunk["index"]),
                         content=str(chunk["content"]),

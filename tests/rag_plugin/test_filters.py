@@ -3,8 +3,6 @@ contract's ``filter_contract.py``)."""
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -16,11 +14,9 @@ from rag_plugin.filters import (
     FilterGroup,
     FilterOperator,
     MetadataFilter,
-    SharedFilters,
     as_expression,
     filters_from_json,
     matches,
-    shared_filters,
 )
 
 
@@ -83,38 +79,3 @@ def test_eight_levels_are_allowed() -> None:
     assert expression is not None
     assert matches(expression, {"a": 1.0})
     assert not matches(expression, {"a": True})
-
-
-def test_shared_filters_are_the_same_expression_validated_once() -> None:
-    shared = shared_filters({"topic": "birds"})
-    assert isinstance(shared, SharedFilters)
-    assert as_expression(shared) == as_expression({"topic": "birds"})
-    assert shared_filters(shared) is shared
-    assert shared_filters(None) is None
-    assert shared_filters({}) is None
-    with pytest.raises(InvalidInputError, match="finite"):
-        shared_filters({"year": float("nan")})
-
-
-def test_legs_in_threads_get_one_computed_value_per_key() -> None:
-    shared = shared_filters({"topic": "birds"})
-    assert shared is not None
-    calls: list[str] = []
-
-    def slow(key: str) -> str:
-        calls.append(key)
-        time.sleep(0.05)  # the others arrive while the first computes
-        return f"ids of {key}"
-
-    found: list[str] = []
-    threads = [
-        threading.Thread(target=lambda: found.append(shared.once("a", lambda: slow("a"))))
-        for _ in range(3)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert found == ["ids of a"] * 3
-    assert shared.once("b", lambda: slow("b")) == "ids of b"
-    assert calls == ["a", "b"]

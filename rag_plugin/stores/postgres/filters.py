@@ -24,12 +24,10 @@ from rag_plugin.filters import (
     FilterExpression,
     FilterGroup,
     FilterOperator,
-    Filters,
     MetadataFilter,
     Scalar,
-    SharedFilters,
-    as_expression,
 )
+from rag_plugin.stores.context import SearchContext
 
 __all__ = ["SqlFilter", "compile_filter", "sql_filter"]
 
@@ -37,24 +35,25 @@ __all__ = ["SqlFilter", "compile_filter", "sql_filter"]
 @dataclass(frozen=True)
 class SqlFilter:
     """A compiled filter: a boolean SQL condition on ``{alias}.metadata`` and its named
-    parameters (``f0``, ``f1``, ...: merge them into the statement's own), and the
-    :class:`~rag_plugin.filters.SharedFilters` it came from, if the legs of one search share
-    it."""
+    parameters (``f0``, ``f1``, ...: merge them into the statement's own), and the context of
+    the search it belongs to, where the legs keep what they share (the matching ids)."""
 
     condition: sql.Composable
     params: dict[str, Any] = field(default_factory=dict)
-    shared: SharedFilters | None = None
+    context: SearchContext = field(default_factory=SearchContext)
 
 
-def sql_filter(filters: Filters | None) -> SqlFilter | None:
-    """``filters`` validated and compiled; None when there is no filter."""
-    expression = as_expression(filters)
+def sql_filter(context: SearchContext) -> SqlFilter | None:
+    """The search's filter compiled to SQL, once for all its legs; None without a filter."""
+    expression = context.expression
     if expression is None:
         return None
-    compiled = compile_filter(expression)
-    if isinstance(filters, SharedFilters):
-        return SqlFilter(compiled.condition, compiled.params, filters)
-    return compiled
+
+    def compiled() -> SqlFilter:
+        found = compile_filter(expression)
+        return SqlFilter(found.condition, found.params, context)
+
+    return context.once("sql_filter", compiled)
 
 
 def compile_filter(expression: FilterExpression, alias: str = "c") -> SqlFilter:

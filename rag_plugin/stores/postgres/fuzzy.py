@@ -38,8 +38,6 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from rag_plugin.lexical.analyzers import get_analyzer
-from rag_plugin.lexical.fuzzy import fuzzy_query_words
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
 from rag_plugin.stores.postgres.block_reads import (
@@ -82,12 +80,13 @@ def fuzzy_search(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    query: str,
+    words: list[str],
     n: int,
     filters: SqlFilter | None,
 ) -> list[ScoredChunk]:
-    """Top ``n`` chunks by the fuzzy word-match score; only scores > 0; ties by chunk id."""
-    words = fuzzy_query_words(query, get_analyzer(row.info.analyzer))
+    """Top ``n`` chunks by the fuzzy word-match score for the query's ``words``
+    (:func:`~rag_plugin.lexical.fuzzy.fuzzy_query_words`: in order, repetitions kept); only
+    scores > 0; ties by chunk id."""
     if not words or row.chunk_count == 0 or n == 0:
         return []
     groups = close_groups(conn, tables, row, words)

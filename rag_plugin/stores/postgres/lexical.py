@@ -18,12 +18,12 @@ Fuzzy: see ``fuzzy.py`` (word postings of its own, ``words.py``); correction: ``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import psycopg
 
-from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import bm25_idf, bm25_term_scores
 from rag_plugin.lexical.slots import FloatArray, IntArray
 from rag_plugin.stores.base import ScoredChunk
@@ -38,12 +38,12 @@ def bm25_search(
     conn: psycopg.Connection[Any],
     tables: Tables,
     row: CollectionRow,
-    query: str,
+    tokens: Sequence[str],
     n: int,
     filters: SqlFilter | None,
 ) -> list[ScoredChunk]:
-    """Top ``n`` chunks by BM25 over the whole collection; only scores > 0 (module docstring)."""
-    tokens = get_analyzer(row.info.analyzer).tokens(query)
+    """Top ``n`` chunks by BM25 over the whole collection for the query's analysed
+    ``tokens`` (in order, repetitions kept); only scores > 0 (module docstring)."""
     if not tokens or row.chunk_count == 0 or n == 0:
         return []
     postings = read_term_postings(conn, tables, row.id, sorted(set(tokens)))
@@ -101,9 +101,7 @@ def allowed_chunks(
         ).fetchone()
         return decode_int_array(found[0], wide=True) if found else np.zeros(0, dtype=np.int64)
 
-    if filters.shared is None:
-        return read()
-    return filters.shared.once(("allowed_chunks", row.id), read)
+    return filters.context.once(("allowed_chunks", row.id), read)
 
 
 def top_chunks(

@@ -49,14 +49,11 @@ from rag_plugin.stores.base import (
     CollectionKey,
     DocumentInput,
     DocumentRecord,
-    Filters,
     QueryCorrection,
     ScoredChunk,
+    SearchContext,
     Store,
-    check_distinct_sources,
-    check_leg_size,
     check_same_model,
-    settled_collection,
     validate_collection_name,
 )
 from rag_plugin.stores.postgres import correction, lexical, near, reads, writes
@@ -74,7 +71,7 @@ from rag_plugin.stores.postgres.rows import (
 from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
 from rag_plugin.stores.prepared import prepare_document
 from rag_plugin.stores.usage import Usage, WriteLimits
-from rag_plugin.vectors import DistanceMetric, validate_embedding
+from rag_plugin.vectors import validate_embedding
 
 __all__ = ["PostgresStore"]
 
@@ -82,10 +79,15 @@ logger = logging.getLogger(__name__)
 
 
 LexicalSearch = Callable[
-    [psycopg.Connection[Any], Tables, CollectionRow, str, int, SqlFilter | None],
+    [psycopg.Connection[Any], Tables, CollectionRow, list[str], int, SqlFilter | None],
     list[ScoredChunk],
 ]
-"""A word-based leg: (connection, tables, collection row, query, n, compiled filter) → hits."""
+"""A word-based leg: (connection, tables, collection row, the query's analysed words, n,
+compiled filter) → hits."""
+
+Analysis = Callable[[str, str], list[str]]
+"""How a leg's query is analysed: (analyzer name, query) → its terms or words (a
+:class:`~rag_plugin.stores.context.SearchContext` method, so once a search)."""
 
 
 def _positive(name: str, value: int) -> int:
@@ -182,31 +184,17 @@ class PostgresStore(Store):
 
     # -- collections -------------------------------------------------------------------
 
-    def create_collection(
-        self,
-        name: str,
-        *,
-        dimensions: int,
-        embedding_model: str,
-        owner: str | None = None,
-        metric: DistanceMetric = DistanceMetric.COSINE,
-        analyzer: str = "seed",
-    ) -> CollectionInfo:
-        """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
-        wanted = settled_collection(
-            CollectionInfo(name, owner, dimensions, embedding_model, metric, analyzer)
-        )
+    def _create_collection(self, collection: CollectionInfo) -> CollectionInfo:
         with self._db.writing() as conn:
-            row = writes.insert_collection(conn, self._tables, wanted).fetchone()
+            row = writes.insert_collection(conn, self._tables, collection).fetchone()
         if row is None:
-            raise CollectionExistsError(name)
+            raise CollectionExistsError(collection.name)
         created = CollectionRow.from_row(row).info
         self._ensure_vector_index(created)
         return created
 
-    def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
-        """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
-        return self._read(CollectionKey(name, owner))[0].info
+    def _get_collection(self, key: CollectionKey) -> CollectionInfo:
+        return self._read(key)[0].info
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
         """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
@@ -226,13 +214,9 @@ class PostgresStore(Store):
         with self._db.transaction() as conn:
             return writes.owner_usage(conn, self._tables, owner, everyone=everyone)
 
-    def delete_collection(self, name: str, *, owner: str | None = None) -> int:
-        """Delete the collection and everything in it; return how many documents it had."""
-        validate_collection_name(name)
+    def _delete_collection(self, key: CollectionKey) -> int:
         with self._db.writing(pipeline=True) as conn:
-            row = writes.lock_collection(
-                conn, self._tables, CollectionKey(name, owner), for_delete=True
-            )
+            row = writes.lock_collection(conn, self._tables, key, for_delete=True)
             return writes.delete_collection(conn, self._tables, row)
 
     def prune_near_keys(self) -> int:
@@ -245,13 +229,13 @@ class PostgresStore(Store):
 
     # -- documents ---------------------------------------------------------------------
 
-    def upsert_documents(
+    def _upsert_documents(
         self,
         collection: CollectionInfo,
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
         *,
-        create: bool = False,
-        limits: WriteLimits | None = None,
+        create: bool,
+        limits: WriteLimits | None,
     ) -> list[DocumentRecord]:
         """Store documents with their chunks in one transaction, replacing those whose source
         is stored; with ``create=True`` the collection is created in it if missing; with
@@ -261,10 +245,6 @@ class PostgresStore(Store):
         documents' lookup (after the insert of a missing collection), then every write in one
         pipeline batch (one statement per table), then the commit.
         """
-        validate_collection_name(collection.name)
-        if create:
-            collection = settled_collection(collection)
-        check_distinct_sources(documents)
         prepared = [prepare_document(collection, d, chunks) for d, chunks in documents]
         sources = [document.source for document, _ in documents]
         with self._db.writing(pipeline=True) as conn:
@@ -296,24 +276,17 @@ class PostgresStore(Store):
                 logger.warning("Could not build the vector index after a write", exc_info=True)
         return records
 
-    def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
-        """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
-        validate_collection_name(collection.name)
+    def _delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         with self._db.writing(pipeline=True) as conn:
             writes.delete_document(conn, self._tables, collection.key, document_id)
 
-    def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
-        """Return one document; raise ``DocumentNotFoundError`` if absent."""
+    def _get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         row, (found,) = self._read(collection.key, (reads.DOCUMENT_BY_ID, (document_id,)))
         if not found:
             raise DocumentNotFoundError(document_id)
         return document_record(row.info.name, found[0])
 
-    def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
-        """Return the document stored under a non-empty ``source``, or None."""
-        validate_collection_name(collection.name)
-        if not source:
-            return None
+    def _find_document(self, collection: CollectionInfo, source: str) -> DocumentRecord | None:
         row, (found,) = self._read(collection.key, (reads.DOCUMENT_BY_SOURCE, (source,)))
         return document_record(row.info.name, found[0]) if found else None
 
@@ -339,18 +312,13 @@ class PostgresStore(Store):
             found[record.source] = (record, by_document.get(record.id, []))
         return row.info, found
 
-    def list_documents(
-        self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
+    def _list_documents(
+        self, collection: CollectionInfo, limit: int, offset: int
     ) -> list[DocumentRecord]:
-        """Return documents, newest first."""
-        validate_collection_name(collection.name)
-        if limit < 0 or offset < 0:
-            raise InvalidInputError(f"limit and offset must not be negative, got {limit}, {offset}")
         row, (rows,) = self._read(collection.key, (reads.DOCUMENTS_NEWEST_FIRST, (limit, offset)))
         return [document_record(row.info.name, r) for r in rows]
 
-    def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
-        """Return a document's chunks in index order."""
+    def _document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
         _, (exists, rows) = self._read(
             collection.key,
             (reads.DOCUMENT_EXISTS, (document_id,)),
@@ -362,17 +330,15 @@ class PostgresStore(Store):
 
     # -- search legs -------------------------------------------------------------------
 
-    def dense(
+    def _dense(
         self,
         collection: CollectionInfo,
         vector: Sequence[float],
         n: int,
-        filters: Filters | None = None,
+        context: SearchContext,
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by vector similarity; ties go to the smaller chunk id."""
-        validate_collection_name(collection.name)
-        check_leg_size(n)
-        where = sql_filter(filters)
+        """Ties go to the smaller chunk id (``dense.py``)."""
+        where = sql_filter(context)
 
         def search(conn: psycopg.Connection[Any]) -> list[ScoredChunk]:
             row = self._collection(conn, collection)
@@ -393,22 +359,17 @@ class PostgresStore(Store):
 
         return self._db.read(search)
 
-    def bm25(
-        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    def _bm25(
+        self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
-        return self._lexical_leg(lexical.bm25_search, collection, query, n, filters)
+        return self._lexical_leg(lexical.bm25_search, context.tokens, collection, query, n, context)
 
-    def fuzzy(
-        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    def _fuzzy(
+        self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by the fuzzy word-match score; only scores > 0."""
-        return self._lexical_leg(fuzzy_search, collection, query, n, filters)
+        return self._lexical_leg(fuzzy_search, context.fuzzy_words, collection, query, n, context)
 
-    def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
-        """Correct each query word to the closest word of the collection's vocabulary."""
-        validate_collection_name(collection.name)
-
+    def _correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
         def correct(conn: psycopg.Connection[Any]) -> QueryCorrection:
             row = self._collection(conn, collection)
             return correction.correct_query(conn, self._tables, row, query)
@@ -420,21 +381,21 @@ class PostgresStore(Store):
     def _lexical_leg(
         self,
         search: LexicalSearch,
+        analyse: Analysis,
         collection: CollectionInfo,
         query: str,
         n: int,
-        filters: Filters | None,
+        context: SearchContext,
     ) -> list[ScoredChunk]:
-        """Run one word-based leg (BM25 or fuzzy) in a transaction on the collection's row."""
-        validate_collection_name(collection.name)
-        check_leg_size(n)
-        where = sql_filter(filters)
+        """Run one word-based leg (BM25 or fuzzy) in a transaction on the collection's row,
+        the query analysed by the stored collection's analyzer."""
+        where = sql_filter(context)
 
         def leg(conn: psycopg.Connection[Any]) -> list[ScoredChunk]:
             row = self._collection(conn, collection)
             if n == 0:
                 return []
-            return search(conn, self._tables, row, query, n, where)
+            return search(conn, self._tables, row, analyse(row.info.analyzer, query), n, where)
 
         return self._db.read(leg)
 

@@ -11,17 +11,15 @@ from collections.abc import Sequence
 
 from qdrant_client import models
 
-from rag_plugin.filters import FilterExpression, as_expression, matches
+from rag_plugin.filters import FilterExpression, matches
 from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.lexical.bm25 import bm25_idf
 from rag_plugin.lexical.correction import correct_with
-from rag_plugin.lexical.fuzzy import fuzzy_query_words
 from rag_plugin.stores.base import (
     CollectionInfo,
-    Filters,
     QueryCorrection,
     ScoredChunk,
-    check_leg_size,
+    SearchContext,
 )
 from rag_plugin.stores.qdrant.filters import NOTHING, to_qdrant
 from rag_plugin.stores.qdrant.layout import DENSE, SPARSE, live_chunks
@@ -54,22 +52,21 @@ CHUNK_FIELDS = [
 class QdrantLegs(QdrantSpace):
     """The legs, as methods of the store."""
 
-    def dense(
+    def _dense(
         self,
         collection: CollectionInfo,
         vector: Sequence[float],
         n: int,
-        filters: Filters | None = None,
+        context: SearchContext,
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by vector similarity: Qdrant's HNSW with the collection, liveness
-        and filter inside the query (exact in local mode)."""
-        check_leg_size(n)
+        """Qdrant's HNSW with the collection, liveness and filter inside the query (exact in
+        local mode)."""
         with self._using():
             info, key = self._resolve(collection)
             validate_embedding(vector, info.dimensions)
             if n == 0:
                 return []
-            scope = self._scope(info, key, filters)
+            scope = self._scope(info, key, context)
             found = self._client.query_points(
                 self._chunk_collection(info),
                 query=[float(x) for x in vector],
@@ -84,14 +81,12 @@ class QdrantLegs(QdrantSpace):
         ]
         return sorted(scored, key=lambda hit: (-hit.score, hit.chunk.id))
 
-    def bm25(
-        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    def _bm25(
+        self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by BM25 over the whole collection; only scores > 0."""
-        check_leg_size(n)
         with self._using():
             info, key = self._resolve(collection)
-            tokens = get_analyzer(info.analyzer).tokens(query)
+            tokens = context.tokens(info.analyzer, query)
             if n == 0 or not tokens:
                 return []
             chunks = self._chunk_collection(info)
@@ -103,7 +98,7 @@ class QdrantLegs(QdrantSpace):
             sparse = query_sparse(tokens, idf)
             if not sparse.indices:
                 return []
-            scope = self._scope(info, key, filters)
+            scope = self._scope(info, key, context)
             average = self._statistics(key)[0] / total
             found = self._client.query_points(
                 chunks,
@@ -122,14 +117,13 @@ class QdrantLegs(QdrantSpace):
         scored.sort(key=lambda hit: (-hit.score, hit.chunk.id))
         return scored[:n]
 
-    def fuzzy(
-        self, collection: CollectionInfo, query: str, n: int, filters: Filters | None = None
+    def _fuzzy(
+        self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        """Top ``n`` chunks by the fuzzy word-match score; only scores > 0; ties by id."""
-        check_leg_size(n)
+        """Ties by chunk id."""
         with self._using():
             info, key = self._resolve(collection)
-            words = fuzzy_query_words(query, get_analyzer(info.analyzer))
+            words = context.fuzzy_words(info.analyzer, query)
             if n == 0 or not words:
                 return []
             distinct = list(dict.fromkeys(words))
@@ -139,7 +133,7 @@ class QdrantLegs(QdrantSpace):
             if not close:
                 return []
             chunks = self._chunk_collection(info)
-            scope = None if as_expression(filters) is None else self._scope(info, key, filters)
+            scope = self._scope(info, key, context) if context.filtered else None
             holders = self._lexicon.word_holders(chunks, key, close, scope)
             scores = fuzzy_scores(
                 words, [(holder.chunk_id, holder.words) for holder in holders], similarities
@@ -157,8 +151,7 @@ class QdrantLegs(QdrantSpace):
             }
         return [ScoredChunk(records[chunk_id], score) for chunk_id, score in best.items()]
 
-    def correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
-        """Correct each query word to the closest word of the collection's vocabulary."""
+    def _correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
         with self._using():
             info, key = self._resolve(collection)
             chunks = self._chunk_collection(info)
@@ -192,14 +185,14 @@ class QdrantLegs(QdrantSpace):
 
             return correct_with(get_analyzer(info.analyzer), query, closest, words_starting_with)
 
-    def _scope(self, info: CollectionInfo, key: str, filters: Filters | None) -> models.Filter:
-        """The filter every leg's query carries: the collection's live chunks and, with
-        ``filters``, those that match them (:mod:`.filters`)."""
+    def _scope(self, info: CollectionInfo, key: str, context: SearchContext) -> models.Filter:
+        """The filter every leg's query carries: the collection's live chunks and, with a
+        filter, those that match it (:mod:`.filters`); what Qdrant cannot express is
+        evaluated once a search (the context keeps the ids)."""
         live = live_chunks(key)
-        expression = as_expression(filters)
+        expression = context.expression
         if expression is None:
             return live
-        shared = getattr(filters, "shared", None)
 
         def fallback(part: FilterExpression, among: models.Filter | None) -> models.Filter:
             def matching() -> list[str]:
@@ -212,7 +205,7 @@ class QdrantLegs(QdrantSpace):
                 return [str(p.id) for p in points if matches(part, payload_of(p)["metadata"])]
 
             ask = ("qdrant_ids", key, part, among is None)
-            ids = matching() if shared is None else shared.once(ask, matching)
+            ids = context.once(ask, matching)
             return models.Filter(must=[models.HasIdCondition(has_id=list(ids))]) if ids else NOTHING
 
         return models.Filter(must=[live, to_qdrant(expression, fallback)])

@@ -26,19 +26,16 @@ from rag_plugin.exceptions import (
     CollectionNotFoundError,
     ConfigurationError,
     DocumentNotFoundError,
-    InvalidInputError,
 )
 from rag_plugin.stores.base import (
     ChunkInput,
     ChunkRecord,
     CollectionInfo,
+    CollectionKey,
     DocumentInput,
     DocumentRecord,
     Store,
-    check_distinct_sources,
     check_same_model,
-    settled_collection,
-    validate_collection_name,
 )
 from rag_plugin.stores.prepared import prepare_document
 from rag_plugin.stores.qdrant.cache import QdrantEmbeddingCache
@@ -62,7 +59,6 @@ from rag_plugin.stores.qdrant.space import (
 )
 from rag_plugin.stores.qdrant.writes import QdrantWrites
 from rag_plugin.stores.usage import Usage, WriteLimits
-from rag_plugin.vectors import DistanceMetric
 
 __all__ = ["QdrantStore"]
 
@@ -117,33 +113,18 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
 
     # -- collections -------------------------------------------------------------------
 
-    def create_collection(
-        self,
-        name: str,
-        *,
-        dimensions: int,
-        embedding_model: str,
-        owner: str | None = None,
-        metric: DistanceMetric = DistanceMetric.COSINE,
-        analyzer: str = "seed",
-    ) -> CollectionInfo:
-        """Create a collection; raise ``CollectionExistsError`` if the owner has one."""
-        info = settled_collection(
-            CollectionInfo(name, owner, dimensions, embedding_model, metric, analyzer)
-        )
+    def _create_collection(self, collection: CollectionInfo) -> CollectionInfo:
         with self._using():
-            if self._collection_point(owner, name) is not None:
-                raise CollectionExistsError(name)
-            self._put_collection(info)
-        return info
+            if self._collection_point(collection.owner, collection.name) is not None:
+                raise CollectionExistsError(collection.name)
+            self._put_collection(collection)
+        return collection
 
-    def get_collection(self, name: str, *, owner: str | None = None) -> CollectionInfo:
-        """Return the owner's collection; raise ``CollectionNotFoundError`` if absent."""
-        validate_collection_name(name)
+    def _get_collection(self, key: CollectionKey) -> CollectionInfo:
         with self._using():
-            point = self._collection_point(owner, name)
+            point = self._collection_point(key.owner, key.name)
             if point is None:
-                raise CollectionNotFoundError(name)
+                raise CollectionNotFoundError(key.name)
             return self._counted(payload_of(point))
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
@@ -160,13 +141,11 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
             found = [self._counted(payload_of(point)) for point in points]
         return sorted(found, key=lambda info: info.name)
 
-    def delete_collection(self, name: str, *, owner: str | None = None) -> int:
-        """Delete the collection and everything in it; return how many documents it had."""
-        validate_collection_name(name)
+    def _delete_collection(self, wanted: CollectionKey) -> int:
         with self._using():
-            point = self._collection_point(owner, name)
+            point = self._collection_point(wanted.owner, wanted.name)
             if point is None:
-                raise CollectionNotFoundError(name)
+                raise CollectionNotFoundError(wanted.name)
             info = collection_info(payload_of(point))
             key = str(point.id)
             self._lexicon.forget(key)
@@ -189,22 +168,20 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
 
     # -- documents ---------------------------------------------------------------------
 
-    def upsert_documents(
+    def _upsert_documents(
         self,
         collection: CollectionInfo,
         documents: Sequence[tuple[DocumentInput, Sequence[ChunkInput]]],
         *,
-        create: bool = False,
-        limits: WriteLimits | None = None,
+        create: bool,
+        limits: WriteLimits | None,
     ) -> list[DocumentRecord]:
         """Store documents and their chunks, replacing those with the same source (see the
         module docstring for what happens on a crash). Usage ``limits`` are refused: Qdrant
         has no transaction in which to check them against concurrent writes."""
         if limits is not None and limits.any:
             raise _NO_USAGE
-        validate_collection_name(collection.name)
-        planned = settled_collection(collection) if create else None
-        check_distinct_sources(documents)
+        planned = collection if create else None
         with self._using():
             point = self._collection_point(collection.owner, collection.name)
             if point is None:
@@ -225,8 +202,7 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
         """Not kept by this store (see :meth:`upsert_documents`)."""
         raise _NO_USAGE
 
-    def delete_document(self, collection: CollectionInfo, document_id: str) -> None:
-        """Delete a document with its chunks; raise ``DocumentNotFoundError`` if absent."""
+    def _delete_document(self, collection: CollectionInfo, document_id: str) -> None:
         with self._using():
             info, key = self._resolve(collection)
             stored = committed_point(self._document_point(key, document_id))
@@ -239,8 +215,7 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
             )
             self._add_statistics(key, -length, -chunks)
 
-    def get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
-        """Return one document; raise ``DocumentNotFoundError`` if absent."""
+    def _get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
         with self._using():
             info, key = self._resolve(collection)
             stored = committed_point(self._document_point(key, document_id))
@@ -248,10 +223,7 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
             raise DocumentNotFoundError(document_id)
         return document_record(info, payload_of(stored))
 
-    def find_document(self, collection: CollectionInfo, *, source: str) -> DocumentRecord | None:
-        """Return the document stored under a non-empty ``source``, or None."""
-        if not source:
-            return None
+    def _find_document(self, collection: CollectionInfo, source: str) -> DocumentRecord | None:
         with self._using():
             info, key = self._resolve(collection)
             found = committed_point(self._source_point(key, info, source))
@@ -259,14 +231,9 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
             return None
         return document_record(info, payload_of(found))
 
-    def list_documents(
-        self, collection: CollectionInfo, *, limit: int = 100, offset: int = 0
+    def _list_documents(
+        self, collection: CollectionInfo, limit: int, offset: int
     ) -> list[DocumentRecord]:
-        """Return documents, newest first."""
-        if limit < 0 or offset < 0:
-            raise InvalidInputError(
-                f"limit and offset must not be negative, got limit={limit}, offset={offset}."
-            )
         if limit == 0:
             return []
         with self._using():
@@ -280,8 +247,7 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
             )
         return [document_record(info, payload_of(point)) for point in points[offset:]]
 
-    def document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
-        """Return a document's chunks in index order."""
+    def _document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
         with self._using():
             info, key = self._resolve(collection)
             stored = committed_point(self._document_point(key, document_id))

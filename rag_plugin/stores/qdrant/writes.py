@@ -37,6 +37,7 @@ from qdrant_client import models
 from rag_plugin.stores.base import (
     CollectionInfo,
     DocumentRecord,
+    chunk_id,
     new_document_id,
 )
 from rag_plugin.stores.prepared import PreparedDocument
@@ -111,11 +112,11 @@ class QdrantWrites(QdrantSpace):
         points = []
         for item in prepared.chunks:
             chunk = item.chunk
-            chunk_id = f"{document_id}_{chunk.index}"
+            stored_id = chunk_id(document_id, chunk.index)
             metadata = {**prepared.metadata, **item.metadata, **fields, "tags": prepared.tags}
             points.append(
                 models.PointStruct(
-                    id=chunk_point_id(chunk_id, generation),
+                    id=chunk_point_id(stored_id, generation),
                     vector={
                         DENSE: [float(x) for x in chunk.embedding],
                         SPARSE: sparse_vector(dict(item.term_frequencies), item.length, average),
@@ -125,7 +126,7 @@ class QdrantWrites(QdrantSpace):
                         "document_id": document_id,
                         "generation": generation,
                         "live": False,
-                        "chunk_id": chunk_id,
+                        "chunk_id": stored_id,
                         "index": chunk.index,
                         "content": chunk.content,
                         "start_offset": chunk.start_offset,

@@ -7,7 +7,8 @@ PostgreSQL compiles them to SQL, and both must keep exactly these, in all three 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -18,9 +19,10 @@ from rag_plugin.filters import (
     FilterGroup,
     FilterOperator,
     MetadataFilter,
+    as_expression,
     filters_from_json,
 )
-from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, Store
+from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput, SearchContext, Store
 from rag_plugin.testing import FakeEmbedder
 
 AND, OR, NOT = FilterCondition.AND, FilterCondition.OR, FilterCondition.NOT
@@ -99,6 +101,26 @@ CASES: list[tuple[str, FilterExpression, set[int]]] = [
 ]
 
 
+_T = TypeVar("_T")
+
+
+class CountingContext(SearchContext):
+    """A search context that lists every key it computes a value for."""
+
+    __slots__ = ("computed",)
+
+    def __init__(self, expression: FilterExpression | None) -> None:
+        super().__init__(expression)
+        self.computed: list[Hashable] = []
+
+    def once(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        def counted() -> _T:
+            self.computed.append(key)
+            return compute()
+
+        return super().once(key, counted)
+
+
 class FilterContract:
     """Every operator and condition keeps the same chunks in every leg of every store."""
 
@@ -136,6 +158,29 @@ class FilterContract:
             ("fuzzy", store.fuzzy(collection, "heron", n, expression)),
         ):
             assert sorted(hit.chunk.id for hit in hits) == expected, (name, leg)
+
+    @pytest.mark.parametrize(("name", "expression", "kept"), CASES, ids=[c[0] for c in CASES])
+    def test_the_legs_of_one_search_share_what_they_work_out(
+        self,
+        store: Store,
+        embedder: FakeEmbedder,
+        labelled: tuple[CollectionInfo, str],
+        name: str,
+        expression: FilterExpression,
+        kept: set[int],
+    ) -> None:
+        """As the engine's hybrid search runs them: one context for the three legs, in which
+        the filter's compiled form and matching ids are each worked out once."""
+        collection, document = labelled
+        context = CountingContext(as_expression(expression))
+        n = len(METADATA)
+        for hits in (
+            store.dense(collection, embedder.embed_query("heron"), n, context),
+            store.bm25(collection, "heron", n, context),
+            store.fuzzy(collection, "heron", n, context),
+        ):
+            assert sorted(hit.chunk.id for hit in hits) == sorted(f"{document}_{i}" for i in kept)
+        assert len(context.computed) == len(set(context.computed)), context.computed
 
     def test_k_results_come_back_when_k_match(
         self, store: Store, embedder: FakeEmbedder, labelled: tuple[CollectionInfo, str]
