@@ -62,6 +62,7 @@ def rag_pool_closed_after() -> Iterator[None]:
 
     runtime.pool().close()
     runtime.pool.cache_clear()
+    runtime.backend_store.cache_clear()  # its tenants' stores used that pool
     runtime._stores.clear()
     runtime._caches.clear()
 

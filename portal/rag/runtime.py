@@ -14,7 +14,7 @@ import os
 import ssl
 import threading
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import psycopg
@@ -29,11 +29,8 @@ from rag_plugin.embedding import Embedder, FastEmbedEmbedder
 from rag_plugin.embedding.cache import EmbeddingCache, ReadOnlyEmbeddingCache
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.base import Store
-from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore, ReplicaSet
+from rag_plugin.stores.postgres import PostgresStore, ReplicaSet
 from rag_plugin.stores.postgres.connection import check_pooled_connection
-
-if TYPE_CHECKING:
-    from rag_plugin.stores.qdrant import QdrantStore
 
 STORES = ("postgres", "qdrant")
 
@@ -121,19 +118,15 @@ def store_backend() -> str:
 
 
 def store_for(schema_name: str) -> Store:
-    """The RAG store of one tenant schema, made once per process (its tables created or
-    migrated then), so the SQL it composes once serves every request. The only place the
-    portal names a store class: everything else sees the ``Store`` contract."""
+    """The RAG store of one tenant schema (its namespace of :func:`backend_store`), made once
+    per process (its tables created or migrated then), so the SQL it composes once serves
+    every request."""
     store = _stores.get(schema_name)
     if store is None:
         with _ensure_lock:
             store = _stores.get(schema_name)
             if store is None:
-                if store_backend() == "qdrant":
-                    store = qdrant().for_namespace(schema_name)
-                else:
-                    store = _postgres_schema(schema_name)
-                _stores[schema_name] = store
+                store = _stores[schema_name] = backend_store().for_namespace(schema_name)
     return store
 
 
@@ -161,19 +154,6 @@ def replica_set() -> ReplicaSet | None:
     return created
 
 
-def _postgres_schema(schema_name: str) -> PostgresStore:
-    """The PostgreSQL store of one schema, its RAG tables created or migrated."""
-    store = PostgresStore(
-        pool(),
-        schema=schema_name,
-        create_schema=False,
-        replicas=replica_set(),
-        **_rag()["HNSW"],
-    )
-    store.ensure_schema()
-    return store
-
-
 def check_store_settings() -> None:
     """Raise ``ConfigurationError`` naming the setting if ``RAG_STORE`` and, for Qdrant,
     ``RAG_QDRANT_*`` cannot work; reaches no server (the start-up check calls it)."""
@@ -199,52 +179,60 @@ def check_store_settings() -> None:
 
 
 @cache
-def qdrant() -> QdrantStore:
-    """The process's Qdrant client, as a store (each tenant's is :meth:`for_namespace` of it),
-    from ``RAG_QDRANT_*``; a bad setting raises ``ConfigurationError`` naming it."""
+def backend_store() -> Store:
+    """The process's store, built from ``RAG_STORE`` and its settings: the only place the
+    portal names a store class (each tenant's is :meth:`~Store.for_namespace` of it; a bad
+    setting raises ``ConfigurationError`` naming it)."""
     check_store_settings()
+    store: Store
+    if store_backend() == "postgres":
+        # The tenants' stores share its pool and standbys; it serves no schema itself.
+        store = PostgresStore(
+            pool(), schema="public", create_schema=False, replicas=replica_set(), **_rag()["HNSW"]
+        )
+    else:
+        store = _qdrant()
+    # Closed before the interpreter tears down the modules its finaliser would need.
+    atexit.register(store.close)
+    return store
+
+
+def _qdrant() -> Store:
+    """A Qdrant store from ``RAG_QDRANT_*`` (checked by :func:`check_store_settings`)."""
     from rag_plugin.stores.qdrant import QdrantStore
 
     config = _rag()["QDRANT"]
     url, path = config["URL"], config["PATH"]
     try:
         if url:
-            store = QdrantStore(
+            return QdrantStore(
                 url,
                 api_key_env=config["API_KEY_ENV"] or None,
                 prefer_grpc=bool(config["PREFER_GRPC"]),
                 prefix=config["PREFIX"],
             )
-        elif path == ":memory:":
-            store = QdrantStore(location=path, prefix=config["PREFIX"])
-        else:
-            store = QdrantStore(path=path, prefix=config["PREFIX"])
+        if path == ":memory:":
+            return QdrantStore(location=path, prefix=config["PREFIX"])
+        return QdrantStore(path=path, prefix=config["PREFIX"])
     except ConfigurationError as exc:
         raise ConfigurationError(f"RAG_QDRANT_* settings: {exc}") from exc
-    # Closed before the interpreter tears down the modules its finaliser would need.
-    atexit.register(store.close)
-    return store
 
 
 def drop_tenant_data(schema_name: str) -> None:
-    """Delete a tenant's RAG data kept outside its schema (Qdrant's namespace); a PostgreSQL
-    store's goes with the schema."""
-    if store_backend() == "qdrant":
-        qdrant().for_namespace(schema_name).delete_namespace()
+    """Delete what the store keeps for a deleted tenant: Qdrant's namespace; a PostgreSQL
+    store's tables, if django-tenants has not dropped the schema with them already."""
+    backend_store().drop_namespace(schema_name)
     _stores.pop(schema_name, None)
     _caches.pop(schema_name, None)
 
 
 def _embedding_cache(schema_name: str) -> EmbeddingCache:
-    """The tenant's embedding cache, beside its RAG data: in its schema, or in Qdrant."""
+    """The tenant's embedding cache, beside its RAG data (in its schema, or in Qdrant)."""
     found = _caches.get(schema_name)
     if found is None:
-        cache: EmbeddingCache
-        if store_backend() == "qdrant":
-            cache = qdrant().for_namespace(schema_name).embedding_cache()
-        else:
-            store_for(schema_name)  # makes sure the cache table exists
-            cache = PostgresEmbeddingCache(pool(), schema=schema_name, create_schema=False)
+        cache = store_for(schema_name).embedding_cache()
+        if cache is None:  # pragma: no cover - both backends keep one
+            raise ConfigurationError(f"RAG_STORE={store_backend()} keeps no embedding cache.")
         found = _caches.setdefault(schema_name, cache)
     return found
 

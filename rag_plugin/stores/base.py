@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rag_plugin.exceptions import InvalidInputError
+from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.filters import Filters
 from rag_plugin.lexical.correction import Correction, QueryCorrection
 from rag_plugin.stores.context import SearchContext
@@ -46,6 +47,9 @@ from rag_plugin.stores.records import (
 )
 from rag_plugin.stores.usage import Usage, WriteLimits
 from rag_plugin.vectors import DistanceMetric
+
+if TYPE_CHECKING:
+    from rag_plugin.embedding.cache import EmbeddingCache
 
 __all__ = [
     "MAX_COLLECTION_NAME_LENGTH",
@@ -86,8 +90,32 @@ class Store(ABC):
         store whose legs wait on a database with a pool of connections); False by default."""
         return False
 
+    # -- lifecycle ---------------------------------------------------------------------
+
     def close(self) -> None:  # noqa: B027 (a store holding nothing has nothing to close)
         """Release what the store holds (connections, clients); nothing by default."""
+
+    def for_namespace(self, namespace: str) -> Store:
+        """A store of this kind, on this one's connections and settings, for another
+        namespace (the portal's tenant: a PostgreSQL schema, a Qdrant namespace), ready to
+        use. The connections stay this store's: close this one, not the other."""
+        raise ConfigurationError(
+            f"{type(self).__name__} keeps one set of collections and has no namespaces; "
+            "use a PostgresStore or a QdrantStore for one store per tenant."
+        )
+
+    def drop_namespace(self, namespace: str) -> int:
+        """Delete everything this store keeps for ``namespace`` (every collection, whoever
+        owns it, and its embedding cache); return how many collections it had, 0 for a
+        namespace that holds nothing or no longer exists."""
+        raise ConfigurationError(
+            f"{type(self).__name__} keeps one set of collections and has no namespaces to drop."
+        )
+
+    def embedding_cache(self) -> EmbeddingCache | None:
+        """A persistent embedding cache (SPEC E7) beside the store's data, for an embedder's
+        ``cache=``, so everything the engine keeps is in one place; None by default."""
+        return None
 
     # -- collections -------------------------------------------------------------------
 

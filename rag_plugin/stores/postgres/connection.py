@@ -149,6 +149,15 @@ class Database:
         """The pool the transactions come from (None for one lent connection)."""
         return self._pool
 
+    @property
+    def source(self) -> ConnectionPool[Any] | psycopg.Connection[Any]:
+        """Where the transactions come from: the pool, or the one lent connection (to lend
+        them on to another schema's store)."""
+        found = self._pool if self._pool is not None else self._connection
+        if found is None:  # pragma: no cover - the constructor sets one of them
+            raise StoreError("The database has neither a pool nor a connection.")
+        return found
+
     def use_replicas(self, replicas: ReplicaSet) -> None:
         """Read on ``replicas`` from now on (see :meth:`read`)."""
         if self._pool is None:

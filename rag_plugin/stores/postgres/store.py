@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from rag_plugin.exceptions import (
     CollectionExistsError,
@@ -57,12 +58,18 @@ from rag_plugin.stores.base import (
     validate_collection_name,
 )
 from rag_plugin.stores.postgres import correction, lexical, near, reads, writes
-from rag_plugin.stores.postgres.connection import ConnectionSource, Database
+from rag_plugin.stores.postgres.cache import PostgresEmbeddingCache
+from rag_plugin.stores.postgres.connection import (
+    ConnectionSource,
+    Database,
+    validate_schema_name,
+)
 from rag_plugin.stores.postgres.dense import dense_search
 from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
 from rag_plugin.stores.postgres.replicas import ReplicaSet
 from rag_plugin.stores.postgres.rows import (
+    TABLE_NAMES,
     CollectionRow,
     Tables,
     chunk_record,
@@ -181,6 +188,45 @@ class PostgresStore(Store):
         if self._own_replicas is not None:
             self._own_replicas.close()
         self._db.close()
+
+    def for_namespace(self, namespace: str) -> PostgresStore:
+        """The store of the schema ``namespace`` on this store's connections, standbys and
+        settings, its tables created or migrated (the portal's tenant schema)."""
+        return PostgresStore(
+            self._db.source,
+            schema=namespace,
+            hnsw_m=self.hnsw_m,
+            hnsw_ef_construction=self.hnsw_ef_construction,
+            ef_search=self.ef_search,
+            exact_search_below=self.exact_search_below,
+            replicas=self._db.replicas,
+        )
+
+    def drop_namespace(self, namespace: str) -> int:
+        """Drop the store's tables in the schema ``namespace`` (the schema and whatever else
+        it holds stay: the portal's tenant schema goes with its tenant); return how many
+        collections they held, 0 if the schema holds none of them or is gone."""
+        schema = validate_schema_name(namespace)
+        tables = Tables(schema)
+        with self._db.writing() as conn:
+            found = conn.execute(
+                "SELECT to_regclass(%s)", (tables.table("collections").as_string(conn),)
+            ).fetchone()
+            if found is None or found[0] is None:
+                return 0
+            counted = conn.execute(tables("SELECT count(*) FROM {collections}")).fetchone()
+            names = [f"rag_{name}" for name in TABLE_NAMES] + ["rag_schema_version"]
+            conn.execute(
+                sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
+                    sql.SQL(", ").join(sql.Identifier(schema, name) for name in names)
+                )
+            )
+        return int(counted[0]) if counted else 0
+
+    def embedding_cache(self) -> PostgresEmbeddingCache:
+        """An embedding cache in this store's schema (``rag_embedding_cache``), on its
+        connections."""
+        return PostgresEmbeddingCache(self._db.source, schema=self.schema, create_schema=False)
 
     # -- collections -------------------------------------------------------------------
 

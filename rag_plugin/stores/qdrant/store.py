@@ -94,21 +94,22 @@ class QdrantStore(QdrantWrites, QdrantLegs, Store):
         name = self._layout.embeddings
         return QdrantEmbeddingCache(lambda: self._plain(name), name, self._namespace)
 
-    def delete_namespace(self) -> int:
-        """Delete every collection of this namespace, whoever owns it, and its embedding
-        cache (the portal calls it when a tenant is deleted); return how many collections
-        there were."""
-        with self._using():
+    def drop_namespace(self, namespace: str) -> int:
+        """Delete every collection of ``namespace``, whoever owns it, and its embedding cache
+        (the portal calls it when a tenant is deleted); return how many collections there
+        were."""
+        store = self.for_namespace(namespace)
+        with store._using():
             points = scroll_all(
-                self._client.scroll,
-                collection_name=self._layout.collections,
-                scroll_filter=models.Filter(must=[match("namespace", self._namespace)]),
+                store._client.scroll,
+                collection_name=store._layout.collections,
+                scroll_filter=models.Filter(must=[match("namespace", namespace)]),
                 with_payload=True,
             )
         for point in points:
             info = collection_info(payload_of(point))
-            self.delete_collection(info.name, owner=info.owner)
-        self.embedding_cache().clear()
+            store.delete_collection(info.name, owner=info.owner)
+        store.embedding_cache().clear()
         return len(points)
 
     # -- collections -------------------------------------------------------------------

@@ -29,9 +29,9 @@ def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         forget()
 
     def forget() -> None:
-        if runtime.qdrant.cache_info().currsize:
-            runtime.qdrant().close()
-        runtime.qdrant.cache_clear()
+        if runtime.backend_store.cache_info().currsize:
+            runtime.backend_store().close()
+        runtime.backend_store.cache_clear()
         for schema in [s for s, store in runtime._stores.items() if isinstance(store, QdrantStore)]:
             del runtime._stores[schema]
         for schema in [
@@ -106,8 +106,10 @@ def test_with_qdrant_the_embedding_cache_is_kept_in_the_tenants_namespace(
     assert (again.stats.cache_hits, other.stats.cache_hits) == (1, 0)
     assert isinstance(runtime._caches["acme_settings_test"], QdrantEmbeddingCache)
     runtime.drop_tenant_data("acme_settings_test")
-    assert len(runtime.qdrant().for_namespace("acme_settings_test").embedding_cache()) == 0
-    assert len(runtime.qdrant().for_namespace("globex_test").embedding_cache()) == 1
+    qdrant = runtime.backend_store()
+    assert isinstance(qdrant, QdrantStore)
+    assert len(qdrant.for_namespace("acme_settings_test").embedding_cache()) == 0
+    assert len(qdrant.for_namespace("globex_test").embedding_cache()) == 1
 
 
 @pytest.mark.django_db

@@ -84,7 +84,7 @@ def test_deleting_a_namespace_deletes_its_cache_only(store: QdrantStore) -> None
     acme.embedding_cache().put_many("m", {"h": [1.0]})
     globex.embedding_cache().put_many("m", {"h": [2.0]})
 
-    acme.delete_namespace()
+    store.drop_namespace("acme")
 
     assert acme.embedding_cache().get_many("m", ["h"]) == {}
     assert globex.embedding_cache().get_many("m", ["h"]) == {"h": [2.0]}

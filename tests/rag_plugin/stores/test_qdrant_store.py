@@ -233,7 +233,7 @@ def test_stores_for_namespaces_share_one_client_and_delete_their_own() -> None:
         )
         _, chunks = chunk_inputs(["kept apart"], embedder.embed(["kept apart"]))
         store.upsert_document(collection, DocumentInput(source="a.md"), chunks)
-    assert acme.delete_namespace() == 2
+    assert globex.drop_namespace("acme") == 2
     assert acme.list_collections() == acme.list_collections(owner="user:1") == []
     assert [c.document_count for c in globex.list_collections()] == [1]
     acme.close()
