@@ -1,4 +1,5 @@
-"""DESIGN.md's one-way dependency rule: rag_plugin never imports Django or the portal."""
+"""DESIGN.md's dependency rules: rag_plugin never imports Django or the portal, the portal's
+business layer never imports its HTTP layer, no import cycle, dependencies declared as imported."""
 
 from __future__ import annotations
 
@@ -141,3 +142,76 @@ def test_the_library_declares_exactly_the_distributions_it_imports() -> None:
         imported |= found
     assert sorted(imported - set(declared) - set(optional) - brought) == []
     assert sorted(set(declared) - imported) == []
+
+
+def _module_imports(path: Path, modules: set[str]) -> set[str]:
+    """Which of ``modules`` the file ``path`` imports where a reader sees it: at module level,
+    under ``TYPE_CHECKING`` included, a function's own imports left out. ``from package
+    import name`` is an import of the module ``package.name`` when there is one, else of
+    ``package``."""
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    module = f"{node.module}.{alias.name}"
+                    found.add(module if module in modules else node.module)
+            elif isinstance(node, ast.If | ast.Try | ast.With):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(ast.parse(path.read_text()).body)
+    return found & modules
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def strong(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                strong(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            strong(node)
+    return found
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    """No two modules of the library, the portal or the tenants app import each other, even
+    through others or for type checking only (a cycle ties them into one unit to read,
+    test and load)."""
+    packages = {"rag_plugin", "portal", "tenants"}
+    paths: dict[str, Path] = {}
+    for package in sorted(packages):
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+            paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {name: _module_imports(path, set(paths)) - {name} for name, path in paths.items()}
+    assert _cycles(graph) == []
