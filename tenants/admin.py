@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django_tenants.admin import TenantAdminMixin
 
-from portal.rag.profiles import profile_collection_check
+from portal.rag.context_retrieval import profile_collection_check
 from rag_plugin.exceptions import RagError
 from tenants.admin_audit import AuditedAdmin, AuditEventAdmin
 from tenants.admin_jobs import IngestJobAdmin

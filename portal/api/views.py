@@ -20,7 +20,7 @@ from portal.api.job_outputs import JobAcceptedOutput, accepted
 from portal.api.tokens import issue_token
 from portal.login_guard import FailedLogins
 from portal.rag import jobs, selectors, services
-from portal.rag.profiles import (
+from portal.rag.context_retrieval import (
     ProfileContext,
     RequestedCollection,
     profile_answer,
@@ -430,7 +430,7 @@ def _profile_overrides(data: dict[str, Any]) -> dict[str, Any]:
 
 def profile_request(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     """Who asks, for which profile or collections, with which overrides: the arguments of
-    ``portal.rag.profiles`` that a validated context (or chat) request names."""
+    ``portal.rag.context_retrieval`` that a validated context (or chat) request names."""
     return {
         "user": _caller(request),
         "profile": data.get("profile"),

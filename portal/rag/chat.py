@@ -2,7 +2,7 @@
 
 The steps are the library's (``rag_plugin.llama_index.chat``); this module picks the LLM, the
 condense prompt and the limits of the deployment, and retrieves with
-:func:`~portal.rag.profiles.profile_context`, so a chat searches exactly as
+:func:`~portal.rag.context_retrieval.profile_context`, so a chat searches exactly as
 ``/api/rag/context`` does (profile, weights, rerank, relevance fallback, filters).
 """
 
@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 from llama_index.core.llms import LLM, ChatMessage
 
-from portal.rag.profiles import (
+from portal.rag.context_retrieval import (
     NO_LLM_MESSAGE,
     ProfileContext,
     RequestedCollection,

@@ -6,8 +6,8 @@ own-collection entries are that user's collections, as they would be for that us
 calls; its collections the user cannot use are skipped), or collections chosen among those
 the admin's RAG pages list: the tenant's shared ones and each user's, each of which must
 exist and be an enabled source, as on the API. The retrieval is
-:func:`~portal.rag.profiles.profile_context` itself with the library's explanation turned on
-(:mod:`rag_plugin.explain`), so the context shown is the one the LLM would get; it runs
+:func:`~portal.rag.context_retrieval.profile_context` itself with the library's explanation
+turned on (:mod:`rag_plugin.explain`), so the context shown is the one the LLM would get; it runs
 read-only: no audit event, no embedding cached.
 """
 
@@ -24,8 +24,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
+from portal.rag.context_retrieval import (
+    ProfileContext,
+    ResolvedRequest,
+    profile_context,
+    resolve_request,
+)
 from portal.rag.errors import ForbiddenError
-from portal.rag.profiles import ProfileContext, ResolvedRequest, profile_context, resolve_request
 from portal.rag.runtime import store_for
 from portal.rag.scope import owner_for, scope_for
 from rag_plugin.engine import SearchOutcome

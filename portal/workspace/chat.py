@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from portal.rag.profiles import profile_list
+from portal.rag.context_retrieval import profile_list
 from portal.rag.runtime import llm_configured
 from portal.workspace.access import member, user_of
 from portal.workspace.search import collection_choices

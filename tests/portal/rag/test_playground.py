@@ -19,8 +19,8 @@ from django.db import connection
 from django.test import Client
 from django_tenants.utils import schema_context
 
+from portal.rag.context_retrieval import profile_context
 from portal.rag.playground import PlaygroundCollection, PlaygroundQuery, playground_run
-from portal.rag.profiles import profile_context
 from portal.rag.services import NewDocument, documents_ingest
 from rag_plugin.exceptions import InvalidInputError
 from tenants.models import AuditEvent, ProfileCollection, RagSource, RetrievalProfile
