@@ -46,7 +46,6 @@ __all__ = [
     "WORDS",
     "BlockKind",
     "add_postings",
-    "backfill_blocks",
     "remove_postings",
 ]
 
@@ -277,43 +276,4 @@ def remove_postings(
             " (SELECT id FROM {chunks} WHERE document_id = %(doc)s)"
         ),
         params,
-    )
-
-
-# A collection's postings from an old table of one row per posting, cut into blocks by the
-# same insert the writes use.
-_BACKFILL = (
-    "WITH p AS (SELECT {key}, chunk_id AS id{payload} FROM {old}"
-    " WHERE collection_id = %(coll)s) {pieces}"
-)
-
-
-def backfill_blocks(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Migration step: both kinds of blocks and the forward index from the old tables of one
-    row per posting (``rag_postings``: term, chunk, tf, dl; ``rag_words``: word, chunk)."""
-    tables = Tables(schema)
-    collections = conn.execute(
-        sql.SQL("SELECT id FROM {}").format(tables.table("collections"))
-    ).fetchall()
-    for kind, old, payload in ((TERMS, "rag_postings", ", tf, dl"), (WORDS, "rag_words", "")):
-        statement = kind.sql(
-            tables, _BACKFILL, old=sql.Identifier(schema, old), payload=sql.SQL(payload)
-        )
-        for (collection_id,) in collections:
-            conn.execute(statement, _shape(collection_id))
-    conn.execute(
-        sql.SQL(
-            "INSERT INTO {chunk_terms} (chunk_id, terms, words)"
-            " SELECT c.id,"
-            "  coalesce((SELECT array_agg(term) FROM {postings} p WHERE p.chunk_id = c.id),"
-            "   ARRAY[]::text[]),"
-            "  coalesce((SELECT array_agg(word) FROM {words} w WHERE w.chunk_id = c.id),"
-            "   ARRAY[]::text[])"
-            " FROM {chunks} c"
-        ).format(
-            chunk_terms=tables.table("chunk_terms"),
-            chunks=tables.table("chunks"),
-            postings=sql.Identifier(schema, "rag_postings"),
-            words=sql.Identifier(schema, "rag_words"),
-        )
     )

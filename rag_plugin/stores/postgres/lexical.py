@@ -13,7 +13,7 @@ Reading everything is what makes long queries cheap: a 24-term claim over 100k c
 ≈ 30k postings (0.5 MB), which take about a millisecond to read and score, where pruning
 row by row had to probe tens of thousands of (chunk, term) pairs.
 
-Fuzzy: see ``fuzzy.py`` (word postings of its own, ``words.py``); correction: ``correction.py``.
+Fuzzy: see ``fuzzy.py`` (word postings of its own); correction: ``correction.py``.
 """
 
 from __future__ import annotations

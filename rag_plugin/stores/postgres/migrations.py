@@ -15,9 +15,6 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from rag_plugin.stores.postgres.blocks import backfill_blocks
-from rag_plugin.stores.postgres.words import backfill_words
-
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "Step"]
 
 
@@ -153,6 +150,36 @@ _IMPACT_INDEX = (
     """,
 )
 
+# Migration 4's words, frozen here so that the migration does not change when the live code
+# does: each chunk's distinct whitespace words as the fuzzy leg scores them (what
+# ``prepared.chunk_words`` computes): the text lowercased twice (as FuzzyIndex does), split on
+# whitespace, each word cut to 256 characters, those of at least 2 UTF-8 bytes.
+_WORD_CHARS = 256
+_WORDS_BATCH = 5000
+
+
+def _backfill_words(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Fill ``rag_words`` from every existing chunk's text."""
+    target = sql.SQL("COPY {} (collection_id, word, chunk_id) FROM STDIN").format(
+        sql.Identifier(schema, "rag_words")
+    )
+    # A server-side cursor streams the texts in batches; each batch is copied before the next
+    # is fetched (one connection cannot interleave a COPY with a fetch).
+    with conn.cursor(name="rag_backfill_words") as source:
+        source.itersize = _WORDS_BATCH
+        source.execute(
+            sql.SQL("SELECT id, collection_id, content FROM {}").format(
+                sql.Identifier(schema, "rag_chunks")
+            )
+        )
+        while batch := source.fetchmany(_WORDS_BATCH):
+            with conn.cursor().copy(target) as copy:
+                for chunk_id, collection_id, content in batch:
+                    cut = {word[:_WORD_CHARS] for word in content.lower().lower().split()}
+                    for word in sorted(word for word in cut if len(word.encode()) >= 2):
+                        copy.write_row((collection_id, word, chunk_id))
+
+
 # The fuzzy leg's own posting list: each chunk's distinct lowercased whitespace words (the words
 # fuzzy_score compares, computed by Python's lower() and split(), not SQL's) and each word's df.
 # Tables first, rows from Python, keys and indexes last (one sort instead of row-by-row upkeep).
@@ -171,7 +198,7 @@ _WORDS = (
         df integer NOT NULL
     )
     """,
-    backfill_words,
+    _backfill_words,
     """
     INSERT INTO {schema}.rag_word_vocabulary (collection_id, word, df)
         SELECT collection_id, word, count(*) FROM {schema}.rag_words GROUP BY 1, 2
@@ -280,7 +307,42 @@ _BLOCKS: tuple[Step, ...] = (
         words text[] COLLATE "C" NOT NULL
     )
     """,
-    backfill_blocks,
+    # The postings of each (collection, key) by ascending chunk id, cut into pieces of 4,096
+    # (level 4, full) and a remainder of level floor(log8 size): blocks.py's layout as it was
+    # written then, frozen here.
+    *(
+        f"""
+        INSERT INTO {{schema}}.rag_{kind}_blocks
+            (collection_id, {kind}, level, first_id, last_id, chunk_ids{arrays})
+        SELECT collection_id, {kind},
+               least(4, floor(ln(greatest(count(*), 1)) / ln(8) + 1e-9))::smallint,
+               min(id), max(id), array_agg(id ORDER BY id){aggregates}
+          FROM (SELECT collection_id, {kind}, chunk_id AS id{columns},
+                       (row_number() OVER (PARTITION BY collection_id, {kind} ORDER BY chunk_id)
+                        - 1) / 4096 AS piece
+                  FROM {{schema}}.{old}) AS numbered
+         GROUP BY collection_id, {kind}, piece
+        """  # noqa: S608 (the f-string's parts are this tuple's constants, never input)
+        for kind, old, arrays, aggregates, columns in (
+            (
+                "term",
+                "rag_postings",
+                ", tfs, dls",
+                ", array_agg(tf ORDER BY id), array_agg(dl ORDER BY id)",
+                ", tf, dl",
+            ),
+            ("word", "rag_words", "", "", ""),
+        )
+    ),
+    """
+    INSERT INTO {schema}.rag_chunk_terms (chunk_id, terms, words)
+    SELECT c.id,
+           coalesce((SELECT array_agg(term) FROM {schema}.rag_postings p
+                      WHERE p.chunk_id = c.id), ARRAY[]::text[]),
+           coalesce((SELECT array_agg(word) FROM {schema}.rag_words w
+                      WHERE w.chunk_id = c.id), ARRAY[]::text[])
+      FROM {schema}.rag_chunks c
+    """,
     "DROP TABLE {schema}.rag_postings, {schema}.rag_words",
 )
 

@@ -14,7 +14,8 @@ with the corpus.
   blocks in one round trip and scored by numpy exactly as
   :class:`~rag_plugin.lexical.bm25.Bm25Index` does (``lexical.py``).
 - Fuzzy: exact, from the word vocabulary, the word blocks and the chunks' forward index
-  (``fuzzy.py``, ``words.py``); correction from the analyzer vocabulary (``correction.py``).
+  (``fuzzy.py``; the words are ``prepared.chunk_words``); correction from the analyzer
+  vocabulary (``correction.py``).
 - Writes: one transaction per document, serialised per collection (``writes.py``).
 - Replicas (``replicas=``, DSNs of streaming standbys or a shared ``ReplicaSet``): searches
   and reads run on a standby that has replayed the context's own writes, writes on the

@@ -13,7 +13,7 @@ from rag_plugin.lexical.analyzers import get_analyzer
 from rag_plugin.stores.postgres import blocks as term_blocks
 from rag_plugin.stores.postgres import near
 from rag_plugin.stores.postgres.migrations import MIGRATIONS
-from rag_plugin.stores.postgres.words import chunk_words
+from rag_plugin.stores.prepared import chunk_words
 
 
 def drop_schema(dsn: str, schema: str) -> None:

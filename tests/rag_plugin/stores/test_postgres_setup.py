@@ -3,8 +3,10 @@ and a role that may not create it is told the one statement to run."""
 
 from __future__ import annotations
 
+import ast
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -70,3 +72,18 @@ def test_a_role_that_cannot_create_the_extension_is_told_the_statement(
         with psycopg.connect(bare_database, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
             conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_the_migrations_are_frozen() -> None:
+    """An applied migration must not change when the store's code does: the migrations
+    module imports nothing of rag_plugin (its SQL and its Python steps are copies)."""
+    from rag_plugin.stores.postgres import migrations
+
+    tree = ast.parse(Path(migrations.__file__).read_text())
+    imported = {
+        node.module if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert sorted(name for name in imported if name and name.startswith("rag_plugin")) == []
