@@ -277,6 +277,8 @@ class SearchOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class CollectionOutput(serializers.Serializer):  # type: ignore[type-arg]
+    """A collection with its counts (``CollectionInfo``)."""
+
     name = serializers.CharField()
     document_count = serializers.IntegerField()
     chunk_count = serializers.IntegerField()
@@ -295,6 +297,8 @@ class CollectionDeleteOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class DocumentOutput(serializers.Serializer):  # type: ignore[type-arg]
+    """A stored document (``DocumentRecord``)."""
+
     id = serializers.CharField()
     collection = serializers.CharField()
     source = serializers.CharField()  # type: ignore[assignment]
@@ -309,7 +313,15 @@ class DocumentOutput(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
+STORE_FIELDS = frozenset({"title", "source", "created_at", "tags"})
+"""What the store copies from the document onto each chunk's metadata: shown with the
+document (or named in a hit's metadata), not repeated among the chunk's own."""
+
+
 class ChunkOutput(serializers.Serializer):  # type: ignore[type-arg]
+    """A stored chunk (``ChunkRecord``), without the document's fields the store copied onto
+    its metadata."""
+
     id = serializers.CharField()
     index = serializers.IntegerField()
     content = serializers.CharField()
@@ -321,8 +333,15 @@ class ChunkOutput(serializers.Serializer):  # type: ignore[type-arg]
         "section."
     )
 
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        shown: dict[str, Any] = super().to_representation(instance)
+        shown["metadata"] = {k: v for k, v in shown["metadata"].items() if k not in STORE_FIELDS}
+        return shown
+
 
 class DocumentDetailOutput(DocumentOutput):
+    """A document (``DocumentRecord``'s fields) and its chunks, from a mapping of both."""
+
     chunks = ChunkOutput(many=True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, cast
 
@@ -33,7 +34,7 @@ from portal.throttling import (
     SearchRateThrottle,
 )
 from rag_plugin.engine import SearchHit
-from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH, ChunkRecord, DocumentRecord
+from rag_plugin.stores.base import MAX_COLLECTION_NAME_LENGTH
 
 
 def _caller(request: Request) -> AbstractBaseUser:
@@ -75,34 +76,10 @@ STREAM_ERRORS: dict[Any, Any] = {
 client that accepts only ``text/event-stream``."""
 
 
-def _document(document: DocumentRecord) -> dict[str, Any]:
-    return {
-        "id": document.id,
-        "collection": document.collection,
-        "source": document.source,
-        "title": document.title,
-        "tags": list(document.tags),
-        "content_hash": document.content_hash,
-        "created_at": document.created_at,
-        "chunk_count": document.chunk_count,
-        "metadata": dict(document.metadata),
-    }
-
-
-STORE_FIELDS = frozenset({"title", "source", "created_at", "tags"})
-"""What the store copies from the document onto each chunk's metadata: shown with the
-document (or named in a hit's metadata), not repeated among the chunk's own."""
-
-
-def _chunk(chunk: ChunkRecord) -> dict[str, Any]:
-    return {
-        "id": chunk.id,
-        "index": chunk.index,
-        "content": chunk.content,
-        "start_offset": chunk.start_offset,
-        "end_offset": chunk.end_offset,
-        "metadata": {k: v for k, v in chunk.metadata.items() if k not in STORE_FIELDS},
-    }
+def _record_fields(record: Any) -> dict[str, Any]:
+    """A record dataclass's fields by name (an output serializer reads a mapping's keys as it
+    reads an object's attributes), to add what the record lacks."""
+    return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
 
 
 def _hit(hit: SearchHit) -> dict[str, Any]:
@@ -324,17 +301,7 @@ class CollectionListView(APIView):
     def get(self, request: Request) -> Response:
         shared = _shared(request)
         collections = selectors.collection_list(user=_caller(request), shared=shared)
-        return Response(
-            [
-                {
-                    "name": c.name,
-                    "document_count": c.document_count,
-                    "chunk_count": c.chunk_count,
-                    "dimensions": c.dimensions,
-                }
-                for c in collections
-            ]
-        )
+        return Response(s.CollectionOutput(collections, many=True).data)
 
 
 class CollectionDeleteView(APIView):
@@ -375,14 +342,8 @@ class DocumentListView(APIView):
         documents = selectors.document_list(
             user=_caller(request), collection=collection, **page.validated_data
         )
-        return Response(
-            {
-                "collection": collection,
-                "documents": [_document(d) for d in documents],
-                "limit": page.validated_data["limit"],
-                "offset": page.validated_data["offset"],
-            }
-        )
+        listed = {"collection": collection, "documents": documents, **page.validated_data}
+        return Response(s.DocumentListOutput(listed).data)
 
 
 class DocumentView(APIView):
@@ -400,7 +361,8 @@ class DocumentView(APIView):
             user=_caller(request), document_id=document_id, shared=shared
         )
         chunks = selectors.document_chunks(found=found)
-        return Response({**_document(found.document), "chunks": [_chunk(c) for c in chunks]})
+        detail = {**_record_fields(found.document), "chunks": chunks}
+        return Response(s.DocumentDetailOutput(detail).data)
 
     @extend_schema(
         parameters=[DOCUMENT_ID_PARAM, SHARED_PARAM],
