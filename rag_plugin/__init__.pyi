@@ -106,6 +106,7 @@ from .lexical.fuzzy import (
     FuzzyIndex,
     levenshtein,
 )
+from .lexical.seed_engine import SearchEngine
 from .llama_index.embedding import RagEmbedding
 from .llama_index.node_parser import RagChunkNodeParser
 from .llama_index.query_engine import (
@@ -131,10 +132,7 @@ from .retrieval import (
     RetrievalResult,
     RetrievedChunk,
 )
-from .search import (
-    SearchEngine,
-    SearchStrategy,
-)
+from .search import SearchStrategy
 from .stores.base import (
     ChunkInput,
     ChunkRecord,

@@ -7,15 +7,14 @@ are then broken by the best single rank, then by id.
 
 Two sets of fusion settings exist. The seed's (``SEED_WEIGHTS``, ``SEED_RRF_K``: semantic 0.6,
 bm25 0.3, fuzzy 0.1, k 60, SPEC S2's figures) are what the seed-compatible
-:class:`~rag_plugin.search.SearchEngine` uses. The product's defaults (``HybridWeights()``,
-``DEFAULT_RRF_K``: 0.5 / 0.5 / 0.1, k 10) were chosen by the quality benchmark, as issue 8
-asks: on SciFact train and Vaswani with the bundled MiniLM model and the English analyzer they
-score nDCG@10 0.715 / 0.489 against 0.683 / 0.493 for the seed's settings and 0.703 / 0.464
-for stock LlamaIndex hybrid (bench/RESULTS.md), and 0.718 / 0.501 since the engine's dense and
-BM25 legs hand 50 candidates each to the fusion (``engine.hybrid_candidates``). The seed's
-dense-heavy weights let the weaker dense leg outvote BM25 at the top of the list; a small k
-sharpens the top ranks.
-"""
+:class:`~rag_plugin.lexical.seed_engine.SearchEngine` uses. The product's defaults
+(``HybridWeights()``, ``DEFAULT_RRF_K``: 0.5 / 0.5 / 0.1, k 10) were chosen by the quality
+benchmark, as issue 8 asks: on SciFact train and Vaswani with the bundled MiniLM model and the
+English analyzer they score nDCG@10 0.715 / 0.489 against 0.683 / 0.493 for the seed's settings
+and 0.703 / 0.464 for stock LlamaIndex hybrid (bench/RESULTS.md), and 0.718 / 0.501 since the
+engine's dense and BM25 legs hand 50 candidates each to the fusion
+(``engine.hybrid_candidates``). The seed's dense-heavy weights let the weaker dense leg outvote
+BM25 at the top of the list; a small k sharpens the top ranks. """
 
 from __future__ import annotations
 
