@@ -14,7 +14,8 @@ English analyzer they score nDCG@10 0.715 / 0.489 against 0.683 / 0.493 for the 
 and 0.703 / 0.464 for stock LlamaIndex hybrid (bench/RESULTS.md), and 0.718 / 0.501 since the
 engine's dense and BM25 legs hand 50 candidates each to the fusion
 (``engine.hybrid_candidates``). The seed's dense-heavy weights let the weaker dense leg outvote
-BM25 at the top of the list; a small k sharpens the top ranks. """
+BM25 at the top of the list; a small k sharpens the top ranks.
+"""
 
 from __future__ import annotations
 
