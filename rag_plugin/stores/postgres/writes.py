@@ -325,7 +325,7 @@ def _insert_chunks(
         }
         metadata.append(json.dumps({**prepared.metadata, **item.metadata, **base}))
     # The filter table's copy of the metadata and the vector's binary signature come from the
-    # same statement (migrations 13 and 14).
+    # same statement (migrations 13 and 14). chunk_key is records.chunk_id, built in SQL.
     conn.execute(
         tables(
             "WITH added AS (INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key,"
