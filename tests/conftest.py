@@ -121,8 +121,8 @@ class PortalServer:
 SLOW_FIRST = (
     "tests/portal/api/test_schema_fuzz.py",
     "tests/portal/rag/test_job_durability.py",
-    "tests/rag_plugin/stores/test_postgres_differential.py",
-    "tests/rag_plugin/stores/test_qdrant_differential.py",
+    "tests/rag_plugin/stores/postgres/test_differential.py",
+    "tests/rag_plugin/stores/qdrant/test_differential.py",
 )
 
 

@@ -1,5 +1,5 @@
 """A tenant's schema as one Citus distributed schema (README "Scale-out"): Django's tenant
-tables stay inside it, as the store's do (tests/rag_plugin/stores/test_postgres_citus_layout.py).
+tables stay inside it, as the store's do (tests/rag_plugin/stores/postgres/test_citus_layout.py).
 
 Schema-based sharding puts each tenant schema, whole, on one node; the public schema (tenants,
 domains, the job queue) stays on the coordinator. That holds while no foreign key joins a

@@ -20,8 +20,8 @@ from rag_plugin.stores.postgres import blocks as postgres_blocks
 from rag_plugin.stores.postgres import fuzzy as postgres_fuzzy
 from rag_plugin.testing import FakeEmbedder
 
-from .pg_helpers import drop_schema, statistics_mismatches
-from .store_contract import chunk_inputs
+from ..pg_helpers import drop_schema, statistics_mismatches
+from ..store_contract import chunk_inputs
 
 SYLLABLES = ["ka", "lo", "mi", "ran", "te", "su", "vo", "nex", "pa", "dri", "ol", "ing"]
 GROUPS = ("red", "green", "blue")

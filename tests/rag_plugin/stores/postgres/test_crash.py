@@ -15,8 +15,8 @@ from psycopg.conninfo import make_conninfo
 
 from rag_plugin.stores.postgres import PostgresStore
 
-from . import pg_workers
-from .pg_helpers import statistics_mismatches
+from .. import pg_workers
+from ..pg_helpers import statistics_mismatches
 
 CHUNKS = 40
 

@@ -15,7 +15,7 @@ from rag_plugin.stores.postgres import dense as postgres_dense
 from rag_plugin.stores.postgres.dense import DensePlan
 from rag_plugin.vectors import DistanceMetric
 
-from .store_contract import chunk_inputs
+from ..store_contract import chunk_inputs
 
 OWNERS = 50
 PER_OWNER = 20

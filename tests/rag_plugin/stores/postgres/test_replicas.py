@@ -23,7 +23,7 @@ from rag_plugin.stores.postgres.replicas import format_lsn, parse_lsn
 from rag_plugin.testing import FakeEmbedder
 from tests.portal.private_postgres import PrivatePostgres, Standby, streaming_cluster
 
-from .store_contract import chunk_inputs
+from ..store_contract import chunk_inputs
 
 DELAY_S = 2.0
 EMBEDDER = FakeEmbedder(dimensions=8)

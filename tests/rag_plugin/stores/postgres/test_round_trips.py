@@ -20,8 +20,8 @@ from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore, wr
 from rag_plugin.stores.postgres.connection import Database
 from rag_plugin.testing import FakeEmbedder
 
-from .pg_helpers import statistics_mismatches
-from .store_contract import chunk_inputs
+from ..pg_helpers import statistics_mismatches
+from ..store_contract import chunk_inputs
 
 TEXTS = ["alpha beta gamma", "beta gamma delta", "gamma delta epsilon"]
 TEXT = (

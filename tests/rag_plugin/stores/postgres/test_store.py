@@ -26,7 +26,7 @@ from rag_plugin.stores.postgres.schema import MIGRATIONS, Migration, current_ver
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
 
-from .pg_helpers import (
+from ..pg_helpers import (
     downgrade_to_version_9,
     downgrade_to_version_11,
     downgrade_to_version_12,
@@ -34,8 +34,8 @@ from .pg_helpers import (
     downgrade_to_version_14,
     statistics_mismatches,
 )
-from .store_contract import CORPUS, StoreContract, chunk_inputs
-from .usage_contract import UsageContract
+from ..store_contract import CORPUS, StoreContract, chunk_inputs
+from ..usage_contract import UsageContract
 
 
 class TestPostgresStore(StoreContract, UsageContract):

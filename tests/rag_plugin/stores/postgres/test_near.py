@@ -19,8 +19,8 @@ from rag_plugin.stores.base import CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres.near import PREFIX, deletion_keys, entry_keys, keys_sql
 
-from .pg_helpers import statistics_mismatches
-from .store_contract import chunk_inputs
+from ..pg_helpers import statistics_mismatches
+from ..store_contract import chunk_inputs
 
 
 def test_deletion_keys_of_a_short_word() -> None:

@@ -16,8 +16,8 @@ from rag_plugin.stores.postgres import blocks as term_blocks
 from rag_plugin.stores.postgres.block_reads import decode_int_array
 from rag_plugin.stores.postgres.rows import Tables
 
-from .pg_helpers import statistics_mismatches
-from .store_contract import chunk_inputs
+from ..pg_helpers import statistics_mismatches
+from ..store_contract import chunk_inputs
 
 
 @pytest.fixture

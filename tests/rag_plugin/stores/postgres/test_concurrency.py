@@ -6,8 +6,8 @@ import multiprocessing
 
 from rag_plugin.stores.postgres import PostgresStore
 
-from . import pg_workers
-from .pg_helpers import statistics_mismatches
+from .. import pg_workers
+from ..pg_helpers import statistics_mismatches
 
 WRITERS = 4
 READERS = 2

@@ -20,7 +20,7 @@ from rag_plugin.stores.base import CollectionInfo
 from rag_plugin.stores.qdrant import QdrantStore
 from rag_plugin.testing import FakeEmbedder
 
-from .test_postgres_differential import (
+from ..postgres.test_differential import (
     GROUPS,
     Corpus,
     assert_leg_matches,

@@ -26,8 +26,8 @@ from rag_plugin.stores.base import DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.testing import FakeEmbedder
 
-from .pg_helpers import drop_schema
-from .store_contract import chunk_inputs
+from ..pg_helpers import drop_schema
+from ..store_contract import chunk_inputs
 
 # Unique constraints (primary keys included) without collection_id, by table: what row-based
 # sharding on collection_id would have to change (the README's "Scale-out" lists them).

@@ -18,7 +18,7 @@ from rag_plugin.stores.base import DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres.schema import SCHEMA_VERSION
 
-from .store_contract import chunk_inputs
+from ..store_contract import chunk_inputs
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.stores.postgres.correction import near_terms
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
-from .store_contract import chunk_inputs
+from ..store_contract import chunk_inputs
 
 TEXTS = [
     "Straße école ÉCOLE ñu 10% a_b a%b back\\slash ka kb kc ab zz",

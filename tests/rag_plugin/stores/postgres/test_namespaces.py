@@ -15,8 +15,8 @@ from rag_plugin.stores.memory import MemoryStore
 from rag_plugin.stores.postgres import PostgresEmbeddingCache, PostgresStore
 from rag_plugin.testing import FakeEmbedder
 
-from .pg_helpers import drop_schema
-from .store_contract import chunk_inputs
+from ..pg_helpers import drop_schema
+from ..store_contract import chunk_inputs
 
 EMBEDDER = FakeEmbedder(dimensions=8)
 
