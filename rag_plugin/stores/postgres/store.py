@@ -344,7 +344,7 @@ class PostgresStore(Store):
         its chunks in index order, in one round trip; raise ``CollectionNotFoundError`` if
         the collection is absent. Empty and absent sources are missing from the map.
         """
-        wanted = CollectionKey(name, owner)
+        wanted = CollectionKey(validate_collection_name(name), owner)
         asked = sorted({source for source in sources if source})
         if not asked:
             return self._read(wanted)[0].info, {}
@@ -452,9 +452,9 @@ class PostgresStore(Store):
         """The collection's row and the rows of ``statements``, all in one round trip.
 
         Each statement reaches the collection through ``{owned_collection}``, whose two
-        parameters (name, owner) come first, before the statement's own.
+        parameters (name, owner) come first, before the statement's own. ``key.name`` is
+        checked already (by ``Store``'s public methods, or :meth:`find_sources`).
         """
-        validate_collection_name(key.name)
         owned = (key.name, key.owner)
         collections, *results = self._db.read_run(
             (self._tables(reads.COLLECTION), owned),

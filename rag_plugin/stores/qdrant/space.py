@@ -26,7 +26,6 @@ from rag_plugin.stores.base import (
     CollectionInfo,
     DocumentRecord,
     new_document_id,
-    validate_collection_name,
 )
 from rag_plugin.stores.qdrant.layout import (
     CHUNK_INDEXES,
@@ -241,7 +240,7 @@ class QdrantSpace:
         return found[0] if found else None
 
     def _resolve(self, collection: CollectionInfo) -> tuple[CollectionInfo, str]:
-        validate_collection_name(collection.name)
+        # Called by the store's hooks only: Store's public methods checked the name.
         point = self._collection_point(collection.owner, collection.name)
         if point is None:
             raise CollectionNotFoundError(collection.name)
