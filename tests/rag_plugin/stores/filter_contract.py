@@ -121,6 +121,24 @@ class CountingContext(SearchContext):
         return super().once(key, counted)
 
 
+def _kept_by_each_leg(
+    store: Store,
+    embedder: FakeEmbedder,
+    collection: CollectionInfo,
+    filters: FilterExpression | SearchContext,
+) -> dict[str, list[str]]:
+    """The sorted ids each leg keeps for "heron" under ``filters``, every chunk asked for."""
+    n = len(METADATA)
+    return {
+        leg: sorted(hit.chunk.id for hit in hits)
+        for leg, hits in (
+            ("dense", store.dense(collection, embedder.embed_query("heron"), n, filters)),
+            ("bm25", store.bm25(collection, "heron", n, filters)),
+            ("fuzzy", store.fuzzy(collection, "heron", n, filters)),
+        )
+    }
+
+
 class FilterContract:
     """Every operator and condition keeps the same chunks in every leg of every store."""
 
@@ -150,14 +168,8 @@ class FilterContract:
     ) -> None:
         collection, document = labelled
         expected = sorted(f"{document}_{i}" for i in kept)
-        vector = embedder.embed_query("heron")
-        n = len(METADATA)
-        for leg, hits in (
-            ("dense", store.dense(collection, vector, n, expression)),
-            ("bm25", store.bm25(collection, "heron", n, expression)),
-            ("fuzzy", store.fuzzy(collection, "heron", n, expression)),
-        ):
-            assert sorted(hit.chunk.id for hit in hits) == expected, (name, leg)
+        for leg, found in _kept_by_each_leg(store, embedder, collection, expression).items():
+            assert found == expected, (name, leg)
 
     @pytest.mark.parametrize(("name", "expression", "kept"), CASES, ids=[c[0] for c in CASES])
     def test_the_legs_of_one_search_share_what_they_work_out(
@@ -173,13 +185,9 @@ class FilterContract:
         the filter's compiled form and matching ids are each worked out once."""
         collection, document = labelled
         context = CountingContext(as_expression(expression))
-        n = len(METADATA)
-        for hits in (
-            store.dense(collection, embedder.embed_query("heron"), n, context),
-            store.bm25(collection, "heron", n, context),
-            store.fuzzy(collection, "heron", n, context),
-        ):
-            assert sorted(hit.chunk.id for hit in hits) == sorted(f"{document}_{i}" for i in kept)
+        expected = sorted(f"{document}_{i}" for i in kept)
+        for leg, found in _kept_by_each_leg(store, embedder, collection, context).items():
+            assert found == expected, (name, leg)
         assert len(context.computed) == len(set(context.computed)), context.computed
 
     def test_k_results_come_back_when_k_match(
