@@ -330,6 +330,18 @@ class IngestJob(models.Model):
     def ended(self) -> bool:
         return self.state in self.ENDED
 
+    @property
+    def document_ids(self) -> list[str]:
+        """The documents it wrote, once it has succeeded."""
+        return [result["document_id"] for result in self.results]
+
+    @property
+    def failure(self) -> dict[str, str] | None:
+        """Its last error (``code``, ``message``), unless it has since succeeded."""
+        if not self.error_code or self.state == self.State.SUCCEEDED:
+            return None
+        return {"code": self.error_code, "message": self.error_message}
+
 
 class StoredFile(models.Model):
     """An uploaded original (SPEC F3), kept in PostgreSQL beside its chunks: any worker on any

@@ -1,6 +1,6 @@
 """``POST /api/rag/chat``: one turn of a conversation over a profile or collections (SPEC R6).
 
-The request is a context request (``portal.api.serializers.ContextInput``) whose question is
+The request is a context request (``portal.api.context.ContextInput``) whose question is
 the last of ``messages``; the others are the history. The answer's sources list the footnotes
 it cites first, in citation order, then the rest. With ``"stream": true`` the answer comes as
 Server-Sent Events (``EVENTS`` below says which), from a thread of a threaded gunicorn worker.
@@ -8,29 +8,41 @@ Server-Sent Events (``EVENTS`` below says which), from a thread of a threaded gu
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponseBase
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiResponse,
     extend_schema,
     extend_schema_serializer,
 )
-from llama_index.core.llms import ChatMessage, MessageRole
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api import serializers as s
 from portal.api.authentication import BearerTokenAuthentication
+from portal.api.common import (
+    STREAM_ERRORS,
+    EventStreamRenderer,
+    caller,
+    event,
+    event_schema,
+    event_stream,
+)
+from portal.api.context import (
+    AnswerOutput,
+    ContextInput,
+    ContextOutput,
+    SourceOutput,
+    retrieval_request,
+)
 from portal.api.errors import rag_status, request_id_of, server_error_body
 from portal.api.fields import (
     BoundedListField,
@@ -38,7 +50,6 @@ from portal.api.fields import (
     StrictBooleanField,
     StrictCharField,
 )
-from portal.api.views import STREAM_ERRORS, context_body, event_schema, profile_request
 from portal.rag.chat import ChatStream, profile_chat, profile_chat_stream
 from portal.rag.errors import LlmError
 from portal.throttling import ChatRateThrottle
@@ -77,7 +88,7 @@ class ChatMessageInput(InputSerializer):
         ),
     ]
 )
-class ChatInput(s.ContextInput):
+class ChatInput(ContextInput):
     query = None  # type: ignore[assignment]  # the question is the last message
     messages = BoundedListField(
         child=ChatMessageInput(),
@@ -107,7 +118,12 @@ class UsageOutput(serializers.Serializer):  # type: ignore[type-arg]
     total_tokens = serializers.IntegerField(required=False)
 
 
-class ChatOutput(s.AnswerOutput):
+class ChatOutput(AnswerOutput):
+    # Renders a ChatTurn, whose sources list the footnotes it cites first.
+    sources = SourceOutput(
+        many=True,
+        help_text="The footnotes the answer cites first (in citation order), then the others.",
+    )
     condensed_query = serializers.CharField(
         help_text="The query the collections were searched for."
     )
@@ -137,58 +153,39 @@ usual error responses: JSON, or one `error` event with the same body for a clien
 only `text/event-stream`."""
 
 
-def _event(name: str, data: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+class SourcesEvent(ContextOutput):
+    # The "sources" event: a ChatStream's retrieval (sources in footnote order: the answer is
+    # still to come) and how its query was made.
+    context_at = "found"
+
+    condensed_query = serializers.CharField()
+    condense = serializers.CharField()
 
 
-class EventStreamRenderer(BaseRenderer):
-    """``text/event-stream``: a streamed chat answer; anything else rendered for a client that
-    asked for events (an error response) is one ``error`` event with the JSON body."""
-
-    media_type = "text/event-stream"
-    format = "sse"
-    charset = "utf-8"
-
-    def render(
-        self,
-        data: Any,
-        accepted_media_type: str | None = None,
-        renderer_context: Mapping[str, Any] | None = None,
-    ) -> bytes:
-        return _event("error", data if isinstance(data, dict) else {"error": str(data)})
+class DoneEvent(serializers.Serializer):  # type: ignore[type-arg]
+    # The "done" event: the whole answer of a ChatTurn.
+    answer = serializers.CharField(allow_null=True)
+    cited = serializers.ListField(child=serializers.IntegerField())
+    usage = UsageOutput(allow_null=True)
+    message = serializers.CharField(allow_null=True)
 
 
 def _events(stream: ChatStream, request_id: str) -> Iterator[bytes]:
     """The turn as Server-Sent Events (``EVENTS``); closing it closes the LLM's stream."""
     try:
-        yield _event(
-            "sources",
-            {
-                **context_body(stream.found),
-                "condensed_query": stream.condensed_query,
-                "condense": stream.condense,
-            },
-        )
+        yield event("sources", SourcesEvent(stream).data)
         try:
             for delta in stream.deltas:
-                yield _event("delta", {"text": delta})
+                yield event("delta", {"text": delta})
             turn = stream.finish()
         except Exception as exc:  # the LLM client's errors, after the response has started
             failed = LlmError(f"The LLM service failed: {exc}")
             body = server_error_body(
                 failed, rag_status(failed), failed.code, request_id, "ChatView"
             )
-            yield _event("error", body)
+            yield event("error", body)
             return
-        yield _event(
-            "done",
-            {
-                "answer": turn.answer,
-                "cited": list(turn.cited),
-                "usage": turn.usage,
-                "message": turn.message,
-            },
-        )
+        yield event("done", DoneEvent(turn).data)
     finally:
         close = getattr(stream.deltas, "close", None)
         if close is not None:  # a client that went away stops the upstream request
@@ -226,40 +223,12 @@ class ChatView(APIView):
         body = ChatInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        turn_request = {
-            **profile_request(request, data),
-            "messages": [
-                ChatMessage(role=MessageRole(m["role"]), content=m["content"])
-                for m in data["messages"]
-            ],
+        turn_request: dict[str, Any] = {
+            "user": caller(request),
+            "messages": [(m["role"], m["content"]) for m in data["messages"]],
+            **retrieval_request(data),
         }
         if data["stream"]:
-            response = StreamingHttpResponse(
-                _events(profile_chat_stream(**turn_request), request_id_of({"request": request})),
-                content_type="text/event-stream; charset=utf-8",
-            )
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"  # a proxy passes each event on at once
-            return response
-        turn = profile_chat(**turn_request)
-        found = context_body(turn.found)
-        return Response(
-            {
-                **found,
-                "sources": _cited_first(found["sources"], turn.cited),
-                "answer": turn.answer,
-                "cited": list(turn.cited),
-                "message": turn.message,
-                "condensed_query": turn.condensed_query,
-                "condense": turn.condense,
-                "usage": turn.usage,
-            }
-        )
-
-
-def _cited_first(sources: list[dict[str, Any]], cited: tuple[int, ...]) -> list[dict[str, Any]]:
-    """The cited footnotes in citation order, then the others in footnote order."""
-    by_id = {source["footnote_id"]: source for source in sources}
-    order = dict.fromkeys(cited)
-    first = [by_id[n] for n in order if n in by_id]
-    return first + [source for source in sources if source["footnote_id"] not in order]
+            request_id = request_id_of({"request": request})
+            return event_stream(_events(profile_chat_stream(**turn_request), request_id))
+        return Response(ChatOutput(profile_chat(**turn_request)).data)

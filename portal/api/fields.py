@@ -141,6 +141,13 @@ class BoundedListField(serializers.ListField):
         return super().to_internal_value(data)
 
 
+class LengthField(serializers.IntegerField):
+    """An output count: how many items the attribute it reads holds."""
+
+    def to_representation(self, value: Any) -> int:
+        return len(value)
+
+
 class QueryField(StrictCharField):
     """A search query: at most ``max_length`` characters and ``max_words`` words."""
 
@@ -164,6 +171,10 @@ class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """A request body: a JSON object whose keys are all known fields."""
 
     unknown_key = "Unknown field"
+    # Optional fields of which a body must give at least one (any_of) or exactly one
+    # (one_of): the serializer's validate() enforces it, portal.api.schema documents it.
+    any_of: tuple[str, ...] = ()
+    one_of: tuple[str, ...] = ()
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):

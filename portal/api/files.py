@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import serializers as s
+from portal.api.common import DOCUMENT_ID_PARAM, ERRORS, SHARED_PARAM, shared_flag
 from portal.api.fields import (
     RESERVED_METADATA_KEYS,
     BoundedListField,
@@ -35,7 +36,6 @@ from portal.api.fields import (
     metadata_schema,
 )
 from portal.api.job_outputs import JobOutput
-from portal.api.views import DOCUMENT_ID_PARAM, ERRORS, SHARED_PARAM, _shared
 from portal.rag import files
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
 from portal.throttling import IngestRateThrottle
@@ -208,7 +208,7 @@ class DocumentFileView(APIView):
         stored = files.file_of_document(
             user=cast(AbstractBaseUser, request.user),
             document_id=document_id,
-            shared=_shared(request),
+            shared=shared_flag(request),
         )
         return download(stored)
 
@@ -252,7 +252,7 @@ class DocumentReindexView(APIView):
         job = document_reindex(
             user=cast(AbstractBaseUser, request.user),
             document_id=document_id,
-            shared=_shared(request),
+            shared=shared_flag(request),
             chunking_strategy=body.validated_data["chunking_strategy"],
         )
         return Response(JobOutput(job).data, status=202)

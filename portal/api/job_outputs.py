@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from tenants.models import IngestJob, StoredFile
+from tenants.models import IngestJob
 
 
 class JobErrorOutput(serializers.Serializer):  # type: ignore[type-arg]
@@ -16,9 +16,10 @@ class JobErrorOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class JobProgressOutput(serializers.Serializer):  # type: ignore[type-arg]
-    done = serializers.IntegerField()
+    done = serializers.IntegerField(source="progress_done")
     total = serializers.IntegerField(
-        help_text="Distinct chunk texts to embed (while embedding) or documents to write."
+        source="progress_total",
+        help_text="Distinct chunk texts to embed (while embedding) or documents to write.",
     )
 
 
@@ -38,10 +39,18 @@ class JobResultOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class JobFileOutput(serializers.Serializer):  # type: ignore[type-arg]
+    # Renders a StoredFile.
     id = serializers.CharField()
     filename = serializers.CharField()
     media_type = serializers.CharField()
     size = serializers.IntegerField(help_text="Bytes.")
+
+
+class StageField(serializers.ChoiceField):
+    """A job's stage: stored blank when it has none, shown as null."""
+
+    def to_representation(self, value: Any) -> Any:
+        return super().to_representation(value) or None
 
 
 class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
@@ -49,17 +58,17 @@ class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
 
     id = serializers.CharField()
     state = serializers.ChoiceField(choices=IngestJob.State.values)
-    stage = serializers.ChoiceField(
+    stage = StageField(
         choices=[s for s in IngestJob.Stage.values if s],
         allow_null=True,
         help_text="What a running job is doing: parsing, embedding, writing.",
     )
-    progress = JobProgressOutput()
+    progress = JobProgressOutput(source="*")
     collection = serializers.CharField()
     shared = serializers.BooleanField()
     kind = serializers.ChoiceField(choices=IngestJob.Kind.values)
     file = JobFileOutput(allow_null=True, help_text="The uploaded file (file jobs).")
-    user = serializers.CharField(help_text="Who submitted it.")
+    user = serializers.CharField(source="user.get_username", help_text="Who submitted it.")
     documents = serializers.IntegerField(help_text="Documents in the input.")
     input_bytes = serializers.IntegerField(help_text="UTF-8 bytes of their content.")
     attempts = serializers.IntegerField(help_text="Runs started so far.")
@@ -67,59 +76,19 @@ class JobOutput(serializers.Serializer):  # type: ignore[type-arg]
     cancel_requested = serializers.BooleanField()
     results = JobResultOutput(many=True, help_text="One entry per document once it succeeded.")
     document_ids = serializers.ListField(child=serializers.CharField())
-    error = JobErrorOutput(allow_null=True, help_text="Why it failed (the last error).")
+    error = JobErrorOutput(
+        source="failure", allow_null=True, help_text="Why it failed (the last error)."
+    )
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
 
-    def to_representation(self, instance: IngestJob) -> dict[str, Any]:
-        return {
-            "id": str(instance.id),
-            "state": instance.state,
-            "stage": instance.stage or None,
-            "progress": {"done": instance.progress_done, "total": instance.progress_total},
-            "collection": instance.collection,
-            "shared": instance.shared,
-            "kind": instance.kind,
-            "file": _file(instance.file) if instance.file_id else None,
-            "user": instance.user.get_username(),
-            "documents": instance.documents,
-            "input_bytes": instance.input_bytes,
-            "attempts": instance.attempts,
-            "max_attempts": instance.max_attempts,
-            "cancel_requested": instance.cancel_requested,
-            "results": list(instance.results),
-            "document_ids": [r["document_id"] for r in instance.results],
-            "error": (
-                {"code": instance.error_code, "message": instance.error_message}
-                if instance.error_code and instance.state != IngestJob.State.SUCCEEDED
-                else None
-            ),
-            "created_at": _iso(instance.created_at),
-            "started_at": _iso(instance.started_at),
-            "finished_at": _iso(instance.finished_at),
-        }
-
-
-def _file(stored: StoredFile | None) -> dict[str, Any] | None:
-    if stored is None:
-        return None
-    return {
-        "id": str(stored.id),
-        "filename": stored.filename,
-        "media_type": stored.media_type,
-        "size": stored.size,
-    }
-
-
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
-
 
 class JobAcceptedOutput(serializers.Serializer):  # type: ignore[type-arg]
-    job_id = serializers.CharField()
+    # Renders a submitted IngestJob and why it is one.
+    job_id = serializers.CharField(source="job.id")
     status_url = serializers.CharField(help_text="GET it for the job's state.")
-    state = serializers.CharField()
+    state = serializers.CharField(source="job.state")
     reason = serializers.ChoiceField(
         choices=["requested", "size"],
         help_text='"requested": the body asked for "async"; "size": the content is larger '
@@ -129,12 +98,5 @@ class JobAcceptedOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 def accepted(job: IngestJob, reason: str) -> Response:
     """202 for a submitted job."""
-    return Response(
-        {
-            "job_id": str(job.id),
-            "status_url": f"/api/rag/jobs/{job.id}",
-            "state": job.state,
-            "reason": reason,
-        },
-        status=202,
-    )
+    submitted = {"job": job, "status_url": f"/api/rag/jobs/{job.id}", "reason": reason}
+    return Response(JobAcceptedOutput(submitted).data, status=202)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from django.db import DatabaseError
-from django.http import HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
@@ -17,11 +16,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api.chat import EventStreamRenderer
+from portal.api.common import (
+    ERRORS,
+    STREAM_ERRORS,
+    EventStreamRenderer,
+    caller,
+    event,
+    event_schema,
+    event_stream,
+)
 from portal.api.fields import QueryBooleanField, QueryInput
 from portal.api.job_outputs import JobOutput
 from portal.api.serializers import CollectionField, ErrorOutput
-from portal.api.views import ERRORS, STREAM_ERRORS, _caller, event_schema
 from portal.rag import jobs
 from tenants.models import IngestJob
 
@@ -70,7 +76,7 @@ class JobListView(APIView):
     def get(self, request: Request) -> Response:
         query = JobListQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        found, total = jobs.job_list(user=_caller(request), **query.validated_data)
+        found, total = jobs.job_list(user=caller(request), **query.validated_data)
         return Response(
             JobListOutput(
                 {
@@ -90,7 +96,7 @@ class JobView(APIView):
 
     @extend_schema(parameters=[JOB_ID_PARAM], responses={200: JobOutput, **ERRORS})
     def get(self, request: Request, job_id: str) -> Response:
-        return Response(JobOutput(jobs.job_get(user=_caller(request), job_id=job_id)).data)
+        return Response(JobOutput(jobs.job_get(user=caller(request), job_id=job_id)).data)
 
 
 class JobCancelView(APIView):
@@ -104,7 +110,7 @@ class JobCancelView(APIView):
         responses={200: JobOutput, 409: ErrorOutput, **ERRORS},
     )
     def post(self, request: Request, job_id: str) -> Response:
-        return Response(JobOutput(jobs.job_cancel(user=_caller(request), job_id=job_id)).data)
+        return Response(JobOutput(jobs.job_cancel(user=caller(request), job_id=job_id)).data)
 
 
 class JobRetryView(APIView):
@@ -118,7 +124,7 @@ class JobRetryView(APIView):
         responses={202: JobOutput, 409: ErrorOutput, **ERRORS},
     )
     def post(self, request: Request, job_id: str) -> Response:
-        job = jobs.job_retry(user=_caller(request), job_id=job_id)
+        job = jobs.job_retry(user=caller(request), job_id=job_id)
         return Response(JobOutput(job).data, status=202)
 
 
@@ -132,29 +138,25 @@ A comment line every 15 s keeps a quiet stream open through proxies. A stream en
 10 minutes without `done` (a job still queued or running): connect again to follow on."""
 
 
-def _event(name: str, data: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-
-
 def _job_events(request: Request, job_id: str) -> Iterator[bytes]:
-    user = _caller(request)
+    user = caller(request)
     last: dict[str, Any] | None = None
     started = quiet_since = time.monotonic()
     while time.monotonic() - started < EVENTS_MAX_S:
         try:
             job = jobs.job_get(user=user, job_id=job_id)
         except DatabaseError:
-            yield _event(
+            yield event(
                 "error",
                 {"error": "The job could not be read; try again.", "code": "DATABASE_UNAVAILABLE"},
             )
             return
         body = JobOutput(job).data
         if job.ended:
-            yield _event("done", body)
+            yield event("done", body)
             return
         if body != last:
-            yield _event("progress", body)
+            yield event("progress", body)
             last, quiet_since = body, time.monotonic()
         elif time.monotonic() - quiet_since > EVENTS_KEEPALIVE_S:
             yield b": keep-alive\n\n"
@@ -179,10 +181,5 @@ class JobEventsView(APIView):
         description=EVENTS,
     )
     def get(self, request: Request, job_id: str) -> HttpResponseBase:
-        jobs.job_get(user=_caller(request), job_id=job_id)  # 404 before the stream starts
-        response = StreamingHttpResponse(
-            _job_events(request, job_id), content_type="text/event-stream; charset=utf-8"
-        )
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"
-        return response
+        jobs.job_get(user=caller(request), job_id=job_id)  # 404 before the stream starts
+        return event_stream(_job_events(request, job_id))

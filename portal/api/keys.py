@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.api.common import ERRORS, caller
 from portal.api.fields import (
     BoundedListField,
     InputSerializer,
@@ -23,7 +24,6 @@ from portal.api.fields import (
     StrictIntegerField,
 )
 from portal.api.serializers import CollectionField
-from portal.api.views import ERRORS, _caller
 from portal.rag import api_keys
 from rag_plugin.exceptions import NotFoundError
 from tenants.models import ApiKey
@@ -99,7 +99,7 @@ class KeyListView(APIView):
 
     @extend_schema(operation_id="auth_keys_list", responses={200: KeyListOutput, **ERRORS})
     def get(self, request: Request) -> Response:
-        keys = api_keys.visible_keys(_caller(request)).order_by("-created_at", "-id")[:1000]
+        keys = api_keys.visible_keys(caller(request)).order_by("-created_at", "-id")[:1000]
         return Response(KeyListOutput({"keys": keys}).data)
 
     @extend_schema(request=KeyInput, responses={201: MadeKeyOutput, **ERRORS})
@@ -107,7 +107,7 @@ class KeyListView(APIView):
         body = KeyInput(data=request.data)
         body.is_valid(raise_exception=True)
         data: dict[str, Any] = body.validated_data
-        actor = _caller(request)
+        actor = caller(request)
         user = actor
         if data.get("user"):
             found = get_user_model().objects.filter(username=data["user"], is_active=True).first()
@@ -135,5 +135,5 @@ class KeyView(APIView):
 
     @extend_schema(parameters=[KEY_ID_PARAM], responses={200: KeyOutput, **ERRORS})
     def delete(self, request: Request, key_id: str) -> Response:
-        key = api_keys.api_key_revoke(actor=_caller(request), key_id=key_id)
+        key = api_keys.api_key_revoke(actor=caller(request), key_id=key_id)
         return Response(KeyOutput(key).data)

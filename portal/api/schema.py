@@ -8,8 +8,8 @@ requests the schema allows and the server refuses:
   field that trims whitespace, ``"   "``), so the schema gets ``minLength: 1`` and, when
   trimmed, "not only whitespace";
 - the login needs a username or an email, and context requests a profile or collections (not
-  both), and an upload's source or title goes with one file only, which a JSON schema says
-  with ``anyOf`` and ``oneOf``;
+  both), which an ``InputSerializer`` declares (``any_of``, ``one_of``) and a JSON schema says
+  with ``anyOf`` and ``oneOf``; an upload's source or title goes with one file only;
 - a request body refuses unknown keys (``additionalProperties: false``), a name field lists its
   names (``enum``), and the metadata filter grammar is recursive (components of its own);
 - a request body is documented on PUT, PATCH and POST only, but ``DELETE /api/rag/collection``
@@ -19,7 +19,7 @@ requests the schema allows and the server refuses:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.core.validators import RegexValidator
 from drf_spectacular.extensions import OpenApiSerializerExtension
@@ -79,7 +79,21 @@ class PortalAutoSchema(AutoSchema):
         )
         if direction == "request" and isinstance(serializer, InputSerializer):
             schema["additionalProperties"] = False
+            if serializer.any_of:
+                schema["anyOf"] = [{"required": [name]} for name in serializer.any_of]
+            if serializer.one_of:
+                schema["oneOf"] = [{"required": [name]} for name in serializer.one_of]
         return schema
+
+    def get_serializer_name(
+        self, serializer: serializers.Serializer[Any], direction: Literal["request", "response"]
+    ) -> str:
+        """A serializer nested in its view is named for the operation: ``SearchView.Input``
+        is the component ``SearchInput``."""
+        outer, _, inner = type(serializer).__qualname__.rpartition(".")
+        if outer.endswith("View"):
+            return outer.removesuffix("View") + inner
+        return super().get_serializer_name(serializer, direction)
 
     def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
         # Only where the view says so: asking every DELETE for its request serializer would
@@ -93,42 +107,6 @@ class PortalAutoSchema(AutoSchema):
             return super()._get_request_body(direction)  # type: ignore[no-untyped-call,no-any-return]
         finally:
             self.method = "DELETE"
-
-
-class _AlternativeFieldsScheme(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
-    """A request body as generated, plus which of its optional fields must be given: any of
-    them (``anyOf``) or exactly one (``oneOf``). Subclasses name the serializer."""
-
-    combinator = "anyOf"
-    alternatives: tuple[str, ...] = ()
-
-    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
-        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
-            self.target, direction, bypass_extensions=True
-        )
-        schema[self.combinator] = [{"required": [name]} for name in self.alternatives]
-        return schema
-
-
-class LoginInputScheme(_AlternativeFieldsScheme):  # type: ignore[no-untyped-call]
-    """A login names the account by its username, its email, or both."""
-
-    target_class = "portal.api.serializers.LoginInput"
-    alternatives = ("username", "email")
-
-
-class ContextInputScheme(_AlternativeFieldsScheme):  # type: ignore[no-untyped-call]
-    """Context and answer requests take a profile or a list of collections, never both."""
-
-    target_class = "portal.api.serializers.ContextInput"
-    combinator = "oneOf"
-    alternatives = ("profile", "collections")
-
-
-class ChatInputScheme(ContextInputScheme):  # type: ignore[no-untyped-call]
-    """A chat request, like a context request, takes a profile or a list of collections."""
-
-    target_class = "portal.api.chat.ChatInput"
 
 
 class FileUploadInputScheme(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]

@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
-from llama_index.core.llms import LLM, ChatMessage
+from llama_index.core.llms import LLM, ChatMessage, MessageRole
 
 from portal.rag.context_retrieval import (
     NO_LLM_MESSAGE,
@@ -26,6 +26,7 @@ from portal.rag.context_retrieval import (
     resolve_request,
 )
 from portal.rag.runtime import llm, llm_http_client
+from rag_plugin.citations import Source
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.llama_index.chat import (
     DEFAULT_CONDENSE_PROMPT,
@@ -54,6 +55,23 @@ class ChatTurn:
     cited: tuple[int, ...]
     usage: dict[str, int] | None
     message: str | None
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """The retrieval's sources, those the answer cites first (in citation order), then
+        the others in footnote order."""
+        by_id = {source.footnote_id: source for source in self.found.sources}
+        order = dict.fromkeys(self.cited)
+        first = [by_id[n] for n in order if n in by_id]
+        return (*first, *(s for s in self.found.sources if s.footnote_id not in order))
+
+
+Message = tuple[str, str]
+"""One message of a conversation: its role (``user`` or ``assistant``) and its text."""
+
+
+def _chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
+    return [ChatMessage(role=MessageRole(role), content=text) for role, text in messages]
 
 
 def condense_prompt() -> str:
@@ -120,24 +138,25 @@ def _prepare(
 def profile_chat(
     *,
     user: AbstractBaseUser,
-    messages: Sequence[ChatMessage],
+    messages: Sequence[Message],
     profile: str | None = None,
     collections: Sequence[RequestedCollection] = (),
     overrides: dict[str, Any] | None = None,
 ) -> ChatTurn:
     """Answer the last of ``messages`` from the collections, with the others as history."""
     model = llm()
-    found, query, how = _prepare(model, user, messages, profile, collections, overrides)
+    chat = _chat_messages(messages)
+    found, query, how = _prepare(model, user, chat, profile, collections, overrides)
     if model is None:
         return ChatTurn(found, query, how, None, (), None, NO_LLM_MESSAGE)
-    reply = llm_call(lambda: chat_answer(model, messages, found.context))
+    reply = llm_call(lambda: chat_answer(model, chat, found.context))
     return ChatTurn(found, query, how, reply.result.answer, reply.result.cited, reply.usage, None)
 
 
 def profile_chat_stream(
     *,
     user: AbstractBaseUser,
-    messages: Sequence[ChatMessage],
+    messages: Sequence[Message],
     profile: str | None = None,
     collections: Sequence[RequestedCollection] = (),
     overrides: dict[str, Any] | None = None,
@@ -150,10 +169,11 @@ def profile_chat_stream(
     which closing LlamaIndex's stream alone does not (the OpenAI client's stream closes its
     response only when the garbage collector gets to it).
     """
+    chat = _chat_messages(messages)
     client = llm_http_client()
     try:
         model = llm(http_client=client)
-        found, query, how = _prepare(model, user, messages, profile, collections, overrides)
+        found, query, how = _prepare(model, user, chat, profile, collections, overrides)
     except BaseException:
         client.close()
         raise
@@ -161,7 +181,7 @@ def profile_chat_stream(
         client.close()
         turn = ChatTurn(found, query, how, None, (), None, NO_LLM_MESSAGE)
         return ChatStream(found, query, how, iter(()), lambda: turn, NO_LLM_MESSAGE)
-    answer_deltas, result = stream_chat_answer(model, messages, found.context)
+    answer_deltas, result = stream_chat_answer(model, chat, found.context)
 
     def deltas() -> Iterator[str]:
         try:

@@ -22,7 +22,7 @@ from portal.rag.errors import LlmError, SourceNotAllowedError
 from portal.rag.metrics import LLM_CALLS, LLM_LATENCY, time_leg
 from portal.rag.runtime import embedder_for, llm, store_for
 from portal.rag.scope import scope_for
-from rag_plugin.citations import ContextResult, build_context_result
+from rag_plugin.citations import ContextResult, Source, build_context_result
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import CollectionNotFoundError, NotFoundError
 from rag_plugin.profiles import RetrievalProfile as LibraryProfile
@@ -55,6 +55,16 @@ class ProfileContext:
     include_sources: bool
     profile: str | None
     skipped: tuple[str, ...]
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """The context's numbered sources; none where the profile leaves them out."""
+        return tuple(self.context.sources) if self.include_sources else ()
+
+    @property
+    def relevance_fallback(self) -> bool:
+        """No candidate reached the minimum relevance, so the best ``k`` were kept."""
+        return self.retrieval.relevance_fallback
 
 
 def _refs(

@@ -51,6 +51,11 @@ class DocumentsIngested:
     collection: str
     results: list[IngestResult]
 
+    @property
+    def chunk_count(self) -> int:
+        """Chunks of all the documents."""
+        return sum(len(result.chunks) for result in self.results)
+
 
 @dataclass(frozen=True)
 class NewDocument:

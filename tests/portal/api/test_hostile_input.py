@@ -255,10 +255,10 @@ def test_every_response_carries_its_own_request_id(
 @pytest.mark.django_db
 def test_a_batch_over_the_content_limit_is_a_413_naming_it(settings: object) -> None:
     from portal.api.errors import PayloadTooLarge
-    from portal.api.serializers import IngestBatchInput
+    from portal.api.ingest import IngestBatchView
 
     settings.RAG_API = {**settings.RAG_API, "MAX_BATCH_CONTENT_BYTES": 1000}  # type: ignore[attr-defined]
-    body = IngestBatchInput(
+    body = IngestBatchView.Input(
         data={"collection": "docs", "documents": [{"content": "é" * 300}, {"content": "x" * 401}]}
     )
     with pytest.raises(PayloadTooLarge, match="1001 bytes of content; the limit is 1000"):
