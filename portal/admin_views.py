@@ -17,15 +17,15 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
-from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.api.files import download
-from portal.rag import audit
-from portal.rag.files import collection_original, collection_originals, files_forget
+from portal.rag import services
+from portal.rag.errors import ForbiddenError
+from portal.rag.files import collection_original, collection_originals
 from portal.rag.jobs import Upload, document_reindex, file_jobs_submit
 from portal.rag.passages import chunk_row
 from portal.rag.playground import (
@@ -37,13 +37,12 @@ from portal.rag.playground import (
     playground_run,
     playground_users,
 )
-from portal.rag.runtime import store_for
-from portal.rag.scope import owner_for
+from portal.rag.scope import Scope, admin_scope
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.exceptions import InvalidInputError, NotFoundError, RagError
 from rag_plugin.files import SUPPORTED_MEDIA_TYPES
 from rag_plugin.rerank import RerankMode
-from rag_plugin.stores.base import CollectionInfo, Store
+from rag_plugin.stores.base import CollectionInfo
 from tenants.models import IngestJob, StoredFile
 
 SHARED = "shared"
@@ -53,23 +52,26 @@ JOBS_SHOWN = 20
 
 @dataclass(frozen=True)
 class Owner:
-    """A collection owner as the admin shows it: the URL slug, the label, the store key and
-    the user (None for the tenant's shared collections)."""
+    """A collection owner as the admin shows it: the URL slug, the label and the user (None
+    for the tenant's shared collections)."""
 
     slug: str
     label: str
-    key: str | None
-    user_id: int | None
+    user: AbstractBaseUser | None
 
     @property
     def shared(self) -> bool:
-        return self.user_id is None
+        return self.user is None
+
+    @property
+    def user_id(self) -> int | None:
+        return self.user.pk if self.user is not None else None
 
 
 def _owners() -> list[Owner]:
     users = get_user_model().objects.order_by("username")
-    return [Owner(SHARED, "(shared)", None, None)] + [
-        Owner(f"user-{u.pk}", u.get_username(), owner_for(u), u.pk) for u in users
+    return [Owner(SHARED, "(shared)", None)] + [
+        Owner(f"user-{u.pk}", u.get_username(), u) for u in users
     ]
 
 
@@ -80,15 +82,17 @@ def _owner(slug: str) -> Owner:
     raise Http404(f"No owner {slug}")
 
 
-def _store(request: HttpRequest) -> Store:
-    if not request.user.is_superuser:
-        raise PermissionDenied("Only tenant admins manage RAG data.")
-    return store_for(connection.schema_name)  # type: ignore[attr-defined]
-
-
-def _collection(store: Store, owner: Owner, name: str) -> CollectionInfo:
+def _scope(request: HttpRequest, owner: Owner | None = None) -> Scope:
+    """The acting admin's view of ``owner``'s collections (the shared ones by default)."""
     try:
-        return store.get_collection(name, owner=owner.key)
+        return admin_scope(actor=_admin(request), owner=owner.user if owner else None)
+    except ForbiddenError as exc:
+        raise PermissionDenied(str(exc)) from None
+
+
+def _collection(scope: Scope, name: str) -> CollectionInfo:
+    try:
+        return scope.store.get_collection(name, owner=scope.owner)
     except NotFoundError as exc:
         raise Http404(str(exc)) from None
 
@@ -125,29 +129,25 @@ def _original(owner: Owner, info: CollectionInfo, document_id: str) -> StoredFil
 def collections_view(request: HttpRequest) -> HttpResponse:
     """Every collection of the tenant, by owner, the newest jobs and the upload form; POST
     deletes a collection."""
-    store = _store(request)
+    _scope(request)  # a tenant admin's page
     if request.method == "POST":
         owner = _owner(request.POST.get("owner", ""))
         name = request.POST.get("collection", "")
         try:
-            deleted = store.delete_collection(name, owner=owner.key)
+            deleted = services.admin_collection_delete(
+                actor=_admin(request), owner=owner.user, collection=name
+            )
         except NotFoundError as exc:
             messages.error(request, str(exc))
         else:
-            files_forget(collection=name, shared=owner.shared, owner_id=owner.user_id)
-            audit.record(
-                "collection.delete",
-                actor=_admin(request),
-                object_type="collection",
-                object_id=name,
-                before={"owner": owner.label, "shared": owner.shared, "documents": deleted},
-            )
             messages.success(
                 request, f"Deleted collection '{name}' of {owner.label} ({deleted} documents)."
             )
         return HttpResponseRedirect(reverse("rag-admin-collections"))
     rows = [
-        (owner, info) for owner in _owners() for info in store.list_collections(owner=owner.key)
+        (owner, info)
+        for owner, scope in ((owner, _scope(request, owner)) for owner in _owners())
+        for info in scope.store.list_collections(owner=scope.owner)
     ]
     return render(
         request,
@@ -170,7 +170,7 @@ def collections_view(request: HttpRequest) -> HttpResponse:
 def upload_view(request: HttpRequest) -> HttpResponse:
     """Upload files into a shared collection of the tenant: one ingestion job per file (the
     REST upload's :func:`~portal.rag.jobs.file_jobs_submit`, as the acting admin)."""
-    _store(request)
+    _scope(request)  # a tenant admin's page
     collection = request.POST.get("collection", "").strip()
     strategy = request.POST.get("chunking_strategy") or None
     files = request.FILES.getlist("file")
@@ -202,20 +202,20 @@ def upload_view(request: HttpRequest) -> HttpResponse:
 def collection_view(request: HttpRequest, owner: str, name: str) -> HttpResponse:
     """The documents of one collection with their originals and the collection's jobs; POST
     deletes a document, or (shared collections) re-indexes one from its original."""
-    store = _store(request)
     who = _owner(owner)
-    info = _collection(store, who, name)
+    scope = _scope(request, who)
+    info = _collection(scope, name)
     if request.method == "POST":
         document_id = request.POST.get("document", "")
         if request.POST.get("action") == "reindex":
             _reindex(request, who, document_id)
         else:
-            _delete(request, store, who, info, document_id)
+            _delete(request, who, info, document_id)
         return HttpResponseRedirect(reverse("rag-admin-collection", args=[owner, name]))
     originals = _originals(who, info)
     documents = [
         (document, originals.get(document.id))
-        for document in store.list_documents(info, limit=1000)
+        for document in scope.store.list_documents(info, limit=1000)
     ]
     return render(
         request,
@@ -247,38 +247,25 @@ def _reindex(request: HttpRequest, owner: Owner, document_id: str) -> None:
         messages.success(request, f"Re-indexing document {document_id}: job {job.id}.")
 
 
-def _delete(
-    request: HttpRequest, store: Store, owner: Owner, info: CollectionInfo, document_id: str
-) -> None:
+def _delete(request: HttpRequest, owner: Owner, info: CollectionInfo, document_id: str) -> None:
     try:
-        store.delete_document(info, document_id)
+        services.admin_document_delete(
+            actor=_admin(request), owner=owner.user, collection=info.name, document_id=document_id
+        )
     except NotFoundError as exc:
         messages.error(request, str(exc))
         return
-    files_forget(
-        collection=info.name,
-        shared=owner.shared,
-        owner_id=owner.user_id,
-        document_id=document_id,
-    )
-    audit.record(
-        "document.delete",
-        actor=_admin(request),
-        object_type="document",
-        object_id=document_id,
-        before={"collection": info.name, "owner": owner.label, "shared": owner.shared},
-    )
     messages.success(request, f"Deleted document {document_id}.")
 
 
 def document_view(request: HttpRequest, owner: str, name: str, document_id: str) -> HttpResponse:
     """One document: its metadata, its original and the jobs that read it, and its chunks with
     their pages and exact offsets (read-only)."""
-    store = _store(request)
     who = _owner(owner)
-    info = _collection(store, who, name)
+    scope = _scope(request, who)
+    info = _collection(scope, name)
     try:
-        document = store.get_document(info, document_id)
+        document = scope.store.get_document(info, document_id)
     except NotFoundError as exc:
         raise Http404(str(exc)) from None
     original = _original(who, info, document_id)
@@ -297,16 +284,15 @@ def document_view(request: HttpRequest, owner: str, name: str, document_id: str)
             metadata=sorted(document.metadata.items()),
             original=original,
             jobs=jobs,
-            chunks=[chunk_row(chunk) for chunk in store.document_chunks(info, document_id)],
+            chunks=[chunk_row(chunk) for chunk in scope.store.document_chunks(info, document_id)],
         ),
     )
 
 
 def file_view(request: HttpRequest, owner: str, name: str, document_id: str) -> HttpResponse:
     """The document's uploaded original, as an attachment."""
-    store = _store(request)
     who = _owner(owner)
-    info = _collection(store, who, name)
+    info = _collection(_scope(request, who), name)
     original = _original(who, info, document_id)
     if original is None:
         raise Http404(f"Document {document_id} has no uploaded original.")
@@ -318,7 +304,7 @@ def playground_view(request: HttpRequest) -> HttpResponse:
     """The retrieval playground (SPEC T6): a question run as the context endpoint runs it,
     each leg's ranked list, the fusion, the rerank and the numbered context; read-only, so a
     GET form (a run can be bookmarked and shared)."""
-    _store(request)
+    _scope(request)  # a tenant admin's page
     form = request.GET
     result: PlaygroundResult | None = None
     error = ""

@@ -69,6 +69,45 @@ def test_the_business_layer_never_imports_the_http_layer() -> None:
     assert {path: names for path, names in offending.items() if names} == {}
 
 
+STORE_FACTORIES = frozenset({"store_for", "backend_store", "drop_tenant_data"})
+
+
+def _store_imports(path: Path) -> list[str]:
+    """What a source file imports that hands out stores: portal.rag.runtime's store
+    factories, or a store package of the library."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "portal.rag.runtime":
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name in STORE_FACTORIES]
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.append(node.module)
+        found += [
+            m
+            for m in modules
+            if m.startswith(
+                (
+                    "rag_plugin.stores.postgres",
+                    "rag_plugin.stores.qdrant",
+                    "rag_plugin.stores.memory",
+                )
+            )
+        ]
+    return sorted(found)
+
+
+def test_the_pages_and_views_reach_stores_only_through_the_business_layer() -> None:
+    """The REST views, the admin pages and the workspace call services, selectors and scopes
+    (``portal.rag.scope.admin_scope`` for the admin's reads); none builds a store itself."""
+    callers = [
+        *(PROJECT_ROOT / "portal" / "api").rglob("*.py"),
+        *(PROJECT_ROOT / "portal" / "workspace").rglob("*.py"),
+        PROJECT_ROOT / "portal" / "admin_views.py",
+    ]
+    offending = {str(path.relative_to(PROJECT_ROOT)): _store_imports(path) for path in callers}
+    assert {path: names for path, names in offending.items() if names} == {}
+
+
 def _imported_modules(package: Path) -> set[str]:
     """Every absolute module a package's code imports, by ``import``, ``from`` or
     ``importlib.import_module("...")`` with a literal name."""

@@ -117,3 +117,18 @@ def scope_for(
         owner=None if shared else owner_for(user),
         user=user,
     )
+
+
+def admin_scope(*, actor: AbstractBaseUser, owner: AbstractBaseUser | None) -> Scope:
+    """A tenant admin's view of one owner's collections (``owner`` None: the tenant's shared
+    ones) for the admin pages, which manage every collection of the tenant whatever the
+    allowlist says. Anyone but a tenant admin (a superuser of the tenant) is refused."""
+    if not getattr(actor, "is_superuser", False):
+        raise ForbiddenError("Only tenant admins manage the tenant's RAG data.")
+    schema_name = connection.schema_name  # type: ignore[attr-defined]
+    return Scope(
+        store=store_for(schema_name),
+        schema_name=schema_name,
+        owner=None if owner is None else owner_for(owner),
+        user=actor,
+    )

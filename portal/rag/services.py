@@ -19,7 +19,7 @@ from portal.rag import audit
 from portal.rag.files import files_forget
 from portal.rag.quotas import write_limits
 from portal.rag.runtime import embedder_for
-from portal.rag.scope import Scope, scope_for
+from portal.rag.scope import Scope, admin_scope, scope_for
 from portal.rag.selectors import document_find
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
 from rag_plugin.embedding.base import Embedder
@@ -33,7 +33,7 @@ from rag_plugin.ingest import (
     ingest_texts,
     planned_collection,
 )
-from rag_plugin.stores.base import CollectionInfo, DocumentInput
+from rag_plugin.stores.base import CollectionInfo, DocumentInput, DocumentRecord
 from rag_plugin.stores.consistency import reads_on_primary
 from rag_plugin.stores.usage import WriteLimits
 
@@ -306,21 +306,33 @@ def collection_create(
 def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool = False) -> int:
     """Delete the caller's collection with all its documents; return how many there were."""
     scope = scope_for(user=user, collection=collection, shared=shared, write=True)
+    return _collection_delete(scope, collection, owner=None if shared else user)
+
+
+def admin_collection_delete(
+    *, actor: AbstractBaseUser, owner: AbstractBaseUser | None, collection: str
+) -> int:
+    """A tenant admin deletes a collection of ``owner`` (None: a shared one) with all its
+    documents, whatever the allowlist says; return how many documents there were."""
+    return _collection_delete(admin_scope(actor=actor, owner=owner), collection, owner=owner)
+
+
+def _collection_delete(scope: Scope, collection: str, *, owner: AbstractBaseUser | None) -> int:
     deleted = scope.store.delete_collection(collection, owner=scope.owner)
-    files_forget(collection=collection, shared=shared, owner_id=user.pk)
+    files_forget(collection=collection, shared=owner is None, owner_id=owner.pk if owner else None)
     audit.record(
         "collection.delete",
-        actor=user,
+        actor=scope.user,
         object_type="collection",
         object_id=collection,
-        before={"shared": shared, "documents": deleted},
+        before={"owner": _owner_label(owner), "shared": owner is None, "documents": deleted},
     )
     logger.info(
         "rag.collection_delete",
         extra={
             "event": "rag.collection_delete",
             "tenant": scope.schema_name,
-            "user": user.get_username(),
+            "user": scope.user.get_username(),
             "collection": collection,
             "documents_deleted": deleted,
         },
@@ -331,30 +343,54 @@ def collection_delete(*, user: AbstractBaseUser, collection: str, shared: bool =
 def document_delete(*, user: AbstractBaseUser, document_id: str, shared: bool = False) -> str:
     """Delete one of the caller's documents (chunks, vectors, postings); return its collection."""
     found = document_find(user=user, document_id=document_id, shared=shared, write=True)
-    found.scope.store.delete_document(found.collection, document_id)
+    _document_delete(found.scope, found.collection, found.document, None if shared else user)
+    return found.collection.name
+
+
+def admin_document_delete(
+    *, actor: AbstractBaseUser, owner: AbstractBaseUser | None, collection: str, document_id: str
+) -> None:
+    """A tenant admin deletes a document of ``owner``'s collection (None: a shared one)."""
+    scope = admin_scope(actor=actor, owner=owner)
+    info = scope.store.get_collection(collection, owner=scope.owner)
+    _document_delete(scope, info, scope.store.get_document(info, document_id), owner)
+
+
+def _document_delete(
+    scope: Scope, info: CollectionInfo, document: DocumentRecord, owner: AbstractBaseUser | None
+) -> None:
+    scope.store.delete_document(info, document.id)
     audit.record(
         "document.delete",
-        actor=user,
+        actor=scope.user,
         object_type="document",
-        object_id=document_id,
+        object_id=document.id,
         before={
-            "collection": found.collection.name,
-            "shared": shared,
-            "source": found.document.source,
-            "title": found.document.title,
+            "collection": info.name,
+            "owner": _owner_label(owner),
+            "shared": owner is None,
+            "source": document.source,
+            "title": document.title,
         },
     )
     files_forget(
-        collection=found.collection.name, shared=shared, owner_id=user.pk, document_id=document_id
+        collection=info.name,
+        shared=owner is None,
+        owner_id=owner.pk if owner else None,
+        document_id=document.id,
     )
     logger.info(
         "rag.document_delete",
         extra={
             "event": "rag.document_delete",
-            "tenant": found.scope.schema_name,
-            "user": user.get_username(),
-            "collection": found.collection.name,
-            "document_id": document_id,
+            "tenant": scope.schema_name,
+            "user": scope.user.get_username(),
+            "collection": info.name,
+            "document_id": document.id,
         },
     )
-    return found.collection.name
+
+
+def _owner_label(owner: AbstractBaseUser | None) -> str:
+    """Whose collection it was, as the audit log names them."""
+    return owner.get_username() if owner is not None else "(shared)"
