@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -181,8 +181,13 @@ class Bm25Index(JsonFileIndex):
 
         ``allowed_ids`` restricts the documents considered before ranking (a metadata filter).
         """
+        return self.search_tokens(self.analyzer.tokens(query), top_k, allowed_ids)
+
+    def search_tokens(
+        self, tokens: Sequence[str], top_k: int, allowed_ids: Container[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """:meth:`search` of a query already analysed into ``tokens`` (repetitions count)."""
         validate_top_k(top_k)
-        tokens = self.analyzer.tokens(query)
         if top_k == 0 or not tokens or not self._doc_terms:
             return []
         avg = self.avg_doc_length

@@ -290,8 +290,14 @@ class FuzzyIndex(JsonFileIndex):
 
         ``allowed_ids`` restricts the documents considered before ranking (a metadata filter).
         """
+        return self.search_words(fuzzy_query_words(query, self.analyzer), top_k, allowed_ids)
+
+    def search_words(
+        self, query_words: Sequence[str], top_k: int, allowed_ids: Container[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """:meth:`search` of a query already split into the words it scores
+        (:func:`fuzzy_query_words`)."""
         validate_top_k(top_k)
-        query_words = fuzzy_query_words(query, self.analyzer)
         if top_k == 0 or not query_words or not self._documents:
             return []
         capacity = self._slots.capacity

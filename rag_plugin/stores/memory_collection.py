@@ -172,14 +172,16 @@ class MemoryCollection:
         """Top ``n`` chunks by BM25 over the whole collection."""
         if n == 0:
             return []
-        hits = self._bm25.search(query, n, allowed_ids=self._allowed_ids(context))
+        tokens = context.tokens(self.info.analyzer, query)
+        hits = self._bm25.search_tokens(tokens, n, allowed_ids=self._allowed_ids(context))
         return [ScoredChunk(self._chunks[found], score) for found, score in hits]
 
     def fuzzy(self, query: str, n: int, context: SearchContext) -> list[ScoredChunk]:
         """Top ``n`` chunks by the fuzzy word-match score."""
         if n == 0:
             return []
-        hits = self._fuzzy.search(query, n, allowed_ids=self._allowed_ids(context))
+        words = context.fuzzy_words(self.info.analyzer, query)
+        hits = self._fuzzy.search_words(words, n, allowed_ids=self._allowed_ids(context))
         return [ScoredChunk(self._chunks[found], score) for found, score in hits]
 
     def correct_query(self, query: str) -> QueryCorrection:

@@ -19,6 +19,7 @@ from rag_plugin.stores.base import (
     DocumentInput,
     Store,
 )
+from rag_plugin.stores.context import SearchContext
 from rag_plugin.testing import FakeEmbedder
 from rag_plugin.vectors import DistanceMetric
 
@@ -136,6 +137,19 @@ class LegContract(ContractBase):
                 for chunk_id, score in expected
             ]
 
+    def test_lexical_legs_score_the_search_contexts_analysis_of_the_query(
+        self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
+    ) -> None:
+        # A search analyses its query once, in its context, for all its legs: a leg scores
+        # the context's terms and words, not its own analysis of the text.
+        self.add(store, collection, embedder, CORPUS)
+        context = _FixedAnalysis(tokens=["fox"], words=["machine"])
+        assert store.bm25(collection, "unrelated words", 10) == []
+        bm25 = store.bm25(collection, "unrelated words", 10, context)
+        fuzzy = store.fuzzy(collection, "unrelated words", 10, context)
+        assert ids(bm25) == ids(store.bm25(collection, "fox", 10)) != []
+        assert ids(fuzzy) == ids(store.fuzzy(collection, "machine", 10)) != []
+
     def test_correct_query_uses_the_collection_vocabulary(
         self, store: Store, collection: CollectionInfo, embedder: FakeEmbedder
     ) -> None:
@@ -240,3 +254,19 @@ class LegContract(ContractBase):
             assert sorted(ids(store.dense(collection, vector, 10, filters))) == expected, filters
             assert sorted(ids(store.bm25(collection, "heron", 10, filters))) == expected, filters
             assert sorted(ids(store.fuzzy(collection, "heron", 10, filters))) == expected, filters
+
+
+class _FixedAnalysis(SearchContext):
+    """A search context whose analysis of any query is given."""
+
+    __slots__ = ("_tokens", "_words")
+
+    def __init__(self, *, tokens: list[str], words: list[str]) -> None:
+        super().__init__()
+        self._tokens, self._words = tokens, words
+
+    def tokens(self, analyzer: str, query: str) -> list[str]:
+        return self._tokens
+
+    def fuzzy_words(self, analyzer: str, query: str) -> list[str]:
+        return self._words
