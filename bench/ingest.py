@@ -211,6 +211,9 @@ def main() -> None:
         "--rounds", type=int, default=1, help="--jobs: measurements per worker count"
     )
     parser.add_argument("--submits", type=int, default=50, help="--jobs: submits per size")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="--jobs: rag_worker --concurrency of each worker"
+    )
     args = parser.parse_args()
 
     corpus = list(load_beir(args.data, args.split).corpus.values())[: args.documents]
@@ -226,7 +229,12 @@ def main() -> None:
         from bench import ingest_jobs  # it imports this module
 
         report = ingest_jobs.run(
-            documents, chunker, batch=args.batch, rounds=args.rounds, submits=args.submits
+            documents,
+            chunker,
+            batch=args.batch,
+            rounds=args.rounds,
+            submits=args.submits,
+            concurrency=args.concurrency,
         )
         print(json.dumps(report, indent=2) if args.json else ingest_jobs.table(report))
         return
