@@ -31,12 +31,12 @@ from portal.rag.passages import chunk_row
 from portal.rag.playground import (
     PlaygroundCollection,
     PlaygroundQuery,
-    PlaygroundResult,
     playground_collections,
     playground_profiles,
     playground_run,
     playground_users,
 )
+from portal.rag.playground_result import PlaygroundResult
 from portal.rag.scope import Scope, admin_scope
 from rag_plugin.chunking import ChunkingStrategy
 from rag_plugin.exceptions import InvalidInputError, NotFoundError, RagError

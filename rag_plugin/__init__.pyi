@@ -31,11 +31,7 @@ from .embedding import (
     content_hash_hex,
     normalize_for_dedup,
 )
-from .engine import (
-    CollectionSearcher,
-    SearchHit,
-    SearchOutcome,
-)
+from .engine import CollectionSearcher
 from .exceptions import (
     CollectionExistsError,
     CollectionNotFoundError,
@@ -118,6 +114,10 @@ from .llama_index.query_engine import (
 from .llama_index.readers import FileReader
 from .llama_index.retriever import RagRetriever
 from .llama_index.vector_store import RagVectorStore
+from .outcome import (
+    SearchHit,
+    SearchOutcome,
+)
 from .rerank import (
     CrossEncoderReranker,
     LexicalReranker,

@@ -42,20 +42,18 @@ legs (dense, BM25, fuzzy) for one collection. Decisions this module makes:
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.explain import SearchExplanation, explain_fusion, explain_single
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights, RrfFusion, SearchResult, rank_results
-from rag_plugin.rerank import Reranker, RerankInfo
+from rag_plugin.outcome import SearchHit, SearchOutcome
 from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
 from rag_plugin.stores.base import (
     ChunkRecord,
@@ -71,11 +69,8 @@ __all__ = [
     "MIN_HYBRID_CANDIDATES",
     "CollectionSearcher",
     "EmbedderResolver",
-    "SearchHit",
-    "SearchOutcome",
     "check_embedder",
     "hybrid_candidates",
-    "rerank_outcome",
 ]
 
 EmbedderResolver = Callable[[CollectionInfo], Embedder]
@@ -118,76 +113,6 @@ def _run_legs(legs: Sequence[_Leg], concurrent: bool) -> list[Sequence[ScoredChu
         # Wait for every leg even when one failed, so none outlives the search.
         wait(futures)
     return [first, *(future.result() for future in futures)]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One chunk found by a search, with the strategy's score (higher is better)."""
-
-    chunk: ChunkRecord
-    score: float
-    normalized_score: float | None = None
-    rerank: RerankInfo | None = None
-
-    @property
-    def id(self) -> str:
-        """The chunk's id."""
-        return self.chunk.id
-
-
-@dataclass(frozen=True, slots=True)
-class _Scaled:
-    """A hit as a reranker sees it: its text and its score on a [0, 1]-like scale."""
-
-    hit: SearchHit
-    score: float
-    rerank: RerankInfo | None = None
-
-    @property
-    def content(self) -> str:
-        return self.hit.chunk.content
-
-    def with_rerank(self, info: RerankInfo) -> _Scaled:
-        return dataclasses.replace(self, rerank=info)
-
-
-def rerank_outcome(reranker: Reranker, outcome: SearchOutcome) -> SearchOutcome:
-    """``outcome`` with its hits reordered by ``reranker``, each carrying what it computed.
-
-    A reranker blends the retrieval score with its own, so it gets a score on the scale of
-    similarities: a hybrid hit's normalised score, a dense hit's similarity, and a BM25 or
-    fuzzy hit's score divided by the best one's (their raw scores are unbounded). The hits
-    keep their own scores.
-    """
-    hits = outcome.hits
-    if not hits:
-        return outcome
-    if outcome.strategy is SearchStrategy.HYBRID:
-        scaled = [_Scaled(hit, float(hit.normalized_score or 0.0)) for hit in hits]
-    elif outcome.strategy is SearchStrategy.SEMANTIC:
-        scaled = [_Scaled(hit, hit.score) for hit in hits]
-    else:
-        top = max(hit.score for hit in hits)
-        scaled = [_Scaled(hit, hit.score / top if top > 0 else 0.0) for hit in hits]
-    # The words the lexical legs searched for: the corrected ones, when typos were corrected.
-    reordered = reranker.rerank(outcome.corrected_query or outcome.query, scaled)
-    return dataclasses.replace(
-        outcome, hits=tuple(dataclasses.replace(item.hit, rerank=item.rerank) for item in reordered)
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class SearchOutcome:
-    """The hits of one search and what the engine did to the query on the way."""
-
-    hits: tuple[SearchHit, ...]
-    strategy: SearchStrategy
-    query: str
-    corrected_query: str | None = None
-    corrections: tuple[Correction, ...] = ()
-    explanation: SearchExplanation | None = None
-    """Each leg's ranked list and the hits' contributions, when the search was asked to
-    explain itself."""
 
 
 class CollectionSearcher:

@@ -12,10 +12,9 @@ Decisions:
   returns the input order unchanged. ``α`` is the explicit value, else ``RAG_RERANK_ALPHA``,
   else 0.15; an unparsable environment value gives 0.15; every value is clamped to [0, 1].
 - **Cross-encoder** scores ``(query, content)`` pairs with a model that has fastembed's
-  ``TextCrossEncoder.rerank(query, documents)`` interface. Models are loaded offline only
-  (``local_files_only``; nothing is downloaded at run time), from an operator folder
-  ``<RAG_MODEL_DIR>/<name with / as -->`` or fastembed's cache. Any failure — the model cannot
-  be loaded, or scoring raises — is logged and the lexical reranker is used instead.
+  ``TextCrossEncoder.rerank(query, documents)`` interface, loaded offline only
+  (:mod:`rag_plugin.cross_encoder`). Any failure — the model cannot be loaded, or scoring
+  raises — is logged and the lexical reranker is used instead.
 - **Mode names** follow the seed: ``off``/``false``/``0``/``disabled``/``none``;
   ``cross-encoder``/``cross_encoder``/``ce``; ``lexical``. Unlike the seed, an unknown name is
   an error naming the valid ones rather than a silent fallback to lexical; ``None`` reads
@@ -28,16 +27,13 @@ import logging
 import math
 import os
 import re
-import tempfile
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
-from rag_plugin.exceptions import ConfigurationError, InvalidInputError, ModelLoadError
+from rag_plugin.cross_encoder import CrossEncoderLoader, load_cross_encoder
+from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 
 __all__ = [
     "ALPHA_ENV",
@@ -45,7 +41,6 @@ __all__ = [
     "DEFAULT_CROSS_ENCODER_MODEL",
     "MODEL_ENV",
     "MODE_ENV",
-    "CrossEncoderModel",
     "CrossEncoderReranker",
     "LexicalReranker",
     "NoReranker",
@@ -53,7 +48,6 @@ __all__ = [
     "RerankMode",
     "Rerankable",
     "Reranker",
-    "load_cross_encoder",
     "make_reranker",
     "parse_rerank_mode",
     "rerank_alpha",
@@ -70,7 +64,6 @@ DEFAULT_CROSS_ENCODER_MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
 """fastembed's smallest cross-encoder; used when cross-encoder mode names no model."""
 
 _TOKEN = re.compile(r"[\wäöüÄÖÜß]+")
-_CACHE_SIZE = 4  # the seed kept an LRU of four cross-encoders
 
 
 class RerankMode(StrEnum):
@@ -217,22 +210,12 @@ class LexicalReranker:
         return _sorted_by_rerank(scored)
 
 
-class CrossEncoderModel(Protocol):
-    """fastembed's ``TextCrossEncoder`` interface: one relevance score per document."""
-
-    def rerank(self, query: str, documents: Iterable[str]) -> Iterable[float]:
-        """Score each document against the query (higher is more relevant)."""
-        ...
-
-
-CrossEncoderLoader = Callable[[str], CrossEncoderModel]
-
-
 class CrossEncoderReranker:
     """Orders by a cross-encoder's score; on any failure, falls back to ``fallback`` (lexical).
 
-    ``loader`` turns a model name into a :class:`CrossEncoderModel`; the default,
-    :func:`load_cross_encoder`, loads fastembed models offline and keeps the last four.
+    ``loader`` turns a model name into a :class:`~rag_plugin.cross_encoder.CrossEncoderModel`;
+    the default, :func:`~rag_plugin.cross_encoder.load_cross_encoder`, loads fastembed models
+    offline and keeps the last four.
     """
 
     def __init__(
@@ -338,77 +321,3 @@ def make_reranker(
     return CrossEncoderReranker(
         name or DEFAULT_CROSS_ENCODER_MODEL, fallback=lexical, loader=loader
     )
-
-
-# -- loading fastembed cross-encoders offline ------------------------------------------
-
-_models: OrderedDict[str, CrossEncoderModel] = OrderedDict()
-_models_lock = threading.Lock()
-
-
-def load_cross_encoder(
-    model_name: str,
-    *,
-    cache_dir: str | os.PathLike[str] | None = None,
-    model_dir: str | os.PathLike[str] | None = None,
-) -> CrossEncoderModel:
-    """Load a fastembed cross-encoder without downloading; the last four loaded are kept.
-
-    The model comes from ``<models root>/<name with / as -->`` (``RAG_MODEL_DIR``, see
-    :func:`rag_plugin.embedding.model_files.models_root`) when that folder exists, else from
-    fastembed's cache (``cache_dir`` / ``FASTEMBED_CACHE_PATH``). Raises
-    :class:`ModelLoadError` when neither has it or fastembed cannot load it.
-    """
-    with _models_lock:
-        cached = _models.get(model_name)
-        if cached is not None:
-            _models.move_to_end(model_name)
-            return cached
-    model = _load(model_name, cache_dir, model_dir)
-    with _models_lock:
-        _models[model_name] = model
-        _models.move_to_end(model_name)
-        while len(_models) > _CACHE_SIZE:
-            _models.popitem(last=False)
-    return model
-
-
-def _load(
-    model_name: str,
-    cache_dir: str | os.PathLike[str] | None,
-    model_dir: str | os.PathLike[str] | None,
-) -> CrossEncoderModel:
-    # Set before fastembed (and huggingface_hub) are imported, as the embedding backend does.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    from rag_plugin.embedding.model_files import folder_name, models_root
-
-    try:
-        from fastembed.rerank.cross_encoder import TextCrossEncoder
-    except ImportError as exc:
-        raise ModelLoadError(f"fastembed is not installed ({exc}); pip install fastembed.") from exc
-    supported: list[Mapping[str, Any]] = list(TextCrossEncoder.list_supported_models())
-    if model_name.lower() not in {str(d["model"]).lower() for d in supported}:
-        names = ", ".join(sorted(str(d["model"]) for d in supported))
-        raise ModelLoadError(
-            f"'{model_name}' is not a fastembed cross-encoder; supported models: {names}."
-        )
-    folder = models_root(model_dir) / folder_name(model_name)
-    kwargs: dict[str, Any]
-    if folder.is_dir():
-        kwargs = {"specific_model_path": str(folder)}
-    else:
-        cache = Path(
-            cache_dir
-            or os.environ.get("FASTEMBED_CACHE_PATH")
-            or Path(tempfile.gettempdir()) / "fastembed_cache"
-        )
-        kwargs = {"cache_dir": str(cache), "local_files_only": True}
-    try:
-        model: CrossEncoderModel = TextCrossEncoder(model_name, **kwargs)
-    except Exception as exc:  # onnxruntime, tokenizers and the hub raise many unrelated types
-        raise ModelLoadError(
-            f"Cross-encoder '{model_name}' could not be loaded offline from {folder} or "
-            f"fastembed's cache ({exc}); models are never downloaded at run time."
-        ) from exc
-    return model

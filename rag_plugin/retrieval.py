@@ -47,9 +47,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_plugin.engine import CollectionSearcher, SearchHit, SearchOutcome
+from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.fusion import DEFAULT_RRF_K
+from rag_plugin.outcome import SearchHit, SearchOutcome
 from rag_plugin.profiles import (
     MAX_RETRIEVAL_K,
     RetrievalProfile,
@@ -185,7 +186,7 @@ class CollectionFailure:
 @dataclass(frozen=True, slots=True)
 class CollectionSearch:
     """One collection's search in an explained retrieval: its weight and the engine's
-    outcome, whose :attr:`~rag_plugin.engine.SearchOutcome.explanation` has the legs."""
+    outcome, whose :attr:`~rag_plugin.outcome.SearchOutcome.explanation` has the legs."""
 
     collection: CollectionInfo
     label: str

@@ -28,7 +28,7 @@ from portal.api.common import (
 from portal.api.fields import QueryBooleanField, QueryInput
 from portal.api.job_outputs import JobOutput
 from portal.api.serializers import CollectionField, ErrorOutput
-from portal.rag import jobs
+from portal.rag import jobs, selectors
 from tenants.models import IngestJob
 
 EVENTS_POLL_S = 0.5
@@ -76,7 +76,7 @@ class JobListView(APIView):
     def get(self, request: Request) -> Response:
         query = JobListQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        found, total = jobs.job_list(user=caller(request), **query.validated_data)
+        found, total = selectors.job_list(user=caller(request), **query.validated_data)
         return Response(
             JobListOutput(
                 {
@@ -96,7 +96,7 @@ class JobView(APIView):
 
     @extend_schema(parameters=[JOB_ID_PARAM], responses={200: JobOutput, **ERRORS})
     def get(self, request: Request, job_id: str) -> Response:
-        return Response(JobOutput(jobs.job_get(user=caller(request), job_id=job_id)).data)
+        return Response(JobOutput(selectors.job_get(user=caller(request), job_id=job_id)).data)
 
 
 class JobCancelView(APIView):
@@ -144,7 +144,7 @@ def _job_events(request: Request, job_id: str) -> Iterator[bytes]:
     started = quiet_since = time.monotonic()
     while time.monotonic() - started < EVENTS_MAX_S:
         try:
-            job = jobs.job_get(user=user, job_id=job_id)
+            job = selectors.job_get(user=user, job_id=job_id)
         except DatabaseError:
             yield event(
                 "error",
@@ -181,5 +181,5 @@ class JobEventsView(APIView):
         description=EVENTS,
     )
     def get(self, request: Request, job_id: str) -> HttpResponseBase:
-        jobs.job_get(user=caller(request), job_id=job_id)  # 404 before the stream starts
+        selectors.job_get(user=caller(request), job_id=job_id)  # 404 before the stream starts
         return event_stream(_job_events(request, job_id))

@@ -1,5 +1,6 @@
 """Ingestion jobs as users see them (SPEC J1, J3): submit (texts, or uploaded files: SPEC F3),
-list, read, cancel and retry.
+cancel and retry; listing and reading them are selectors (:func:`~portal.rag.selectors.job_list`,
+:func:`~portal.rag.selectors.job_get`).
 
 A job is a row of the tenant's schema (:class:`~tenants.models.IngestJob`) and an entry in the
 queue (procrastinate's tables in the public schema), written in one transaction, so a job is
@@ -22,23 +23,21 @@ import psycopg
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 from procrastinate.contrib.django import app
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from portal.rag import audit
-from portal.rag.consistency import follow_user, on_standby
 from portal.rag.errors import ConflictError
 from portal.rag.files import original_of, upload_description
 from portal.rag.job_runner import ingest_job, lock_key
 from portal.rag.quotas import check_file_bytes, check_queued_jobs
-from portal.rag.scope import check_grant, grant_of, scope_for
-from portal.rag.selectors import document_find
+from portal.rag.scope import check_grant, scope_for
+from portal.rag.selectors import document_find, job_get
 from portal.rag.services import NewDocument
 from rag_plugin.chunking import ChunkingStrategy, TextChunker, api_chunker_config
-from rag_plugin.exceptions import InvalidInputError, NotFoundError
+from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.files import detect_media_type
 from rag_plugin.ingest import content_too_small
 from tenants.models import IngestJob, StoredFile
@@ -291,68 +290,6 @@ def _enqueue(job: IngestJob, *, owner: str | None) -> None:
         lock=lock_key(schema=schema, owner=owner, collection=job.collection)
     ).defer(schema=schema, job_id=str(job.id))
     job.save(update_fields=["queue_job_id"])
-
-
-def visible_jobs(user: AbstractBaseUser) -> QuerySet[IngestJob]:
-    """The jobs ``user`` may see: their own, or the tenant's for a tenant admin; under an API
-    key, only the user's own on the collections the key reaches."""
-    # The file's name and type, not its bytes.
-    jobs = IngestJob.objects.select_related("user", "file").defer("file__data")
-    grant = grant_of(user)
-    if grant is not None:
-        reached = Q(pk__in=[])
-        for name, shared in grant.collections:
-            reached |= Q(collection=name, shared=shared)
-        return jobs.filter(reached, user_id=user.pk)
-    return jobs if getattr(user, "is_staff", False) else jobs.filter(user_id=user.pk)
-
-
-def job_list(
-    *,
-    user: AbstractBaseUser,
-    state: str | None = None,
-    collection: str | None = None,
-    shared: bool | None = None,
-    own: bool = False,
-    limit: int = 50,
-    offset: int = 0,
-) -> tuple[list[IngestJob], int]:
-    """A page of the jobs ``user`` may see, newest first, and how many there are in all;
-    ``own``: only the jobs ``user`` submitted, even for a tenant admin."""
-    jobs = visible_jobs(user)
-    if own:
-        jobs = jobs.filter(user_id=user.pk)
-    if state:
-        jobs = jobs.filter(state=state)
-    if collection:
-        jobs = jobs.filter(collection=collection)
-    if shared is not None:
-        jobs = jobs.filter(shared=shared)
-    follow_user(user)  # with standbys: read on one that has the user's last write
-    return on_standby(
-        lambda: (list(jobs.order_by("-created_at", "id")[offset : offset + limit]), jobs.count())
-    )
-
-
-def job_get(*, user: AbstractBaseUser, job_id: str, for_update: bool = False) -> IngestJob:
-    """One job ``user`` may see; anything else (another user's, no such id) is 404."""
-    try:
-        key = uuid.UUID(job_id)
-    except ValueError:
-        raise _missing(job_id) from None
-    jobs = visible_jobs(user)
-    if for_update:
-        found = jobs.select_for_update(of=("self",)).filter(id=key).first()
-    else:
-        follow_user(user)  # with standbys: read on one that has the user's last write
-        found = on_standby(lambda: jobs.filter(id=key).first())
-    if found is None:
-        raise _missing(job_id)
-    return found
-
-
-def _missing(job_id: str) -> NotFoundError:
-    return NotFoundError(f"Job '{job_id}' not found; GET /api/rag/jobs lists the jobs you can see.")
 
 
 @transaction.atomic

@@ -1,22 +1,28 @@
-"""Reads on a tenant's RAG data: collections, documents and search (HackSoft-style selectors)."""
+"""Reads on a tenant's RAG data: collections, documents, search and ingestion jobs (HackSoft-style
+selectors)."""
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q, QuerySet
 
+from portal.rag.consistency import follow_user, on_standby
 from portal.rag.metrics import SEARCH_LATENCY, time_leg
 from portal.rag.runtime import embedder_for
-from portal.rag.scope import Scope, reachable, scope_for
-from rag_plugin.engine import CollectionSearcher, SearchOutcome, rerank_outcome
-from rag_plugin.exceptions import DocumentNotFoundError
+from portal.rag.scope import Scope, grant_of, reachable, scope_for
+from rag_plugin.engine import CollectionSearcher
+from rag_plugin.exceptions import DocumentNotFoundError, NotFoundError
 from rag_plugin.filters import FilterExpression
+from rag_plugin.outcome import SearchOutcome, rerank_outcome
 from rag_plugin.rerank import RerankMode, make_reranker
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord
+from tenants.models import IngestJob
 from tenants.selectors import enabled_rag_sources
 
 logger = logging.getLogger("portal.rag")
@@ -201,3 +207,65 @@ def rag_search(
     )
     SEARCH_LATENCY.labels(str(strategy)).observe(time.perf_counter() - started)
     return outcome
+
+
+def visible_jobs(user: AbstractBaseUser) -> QuerySet[IngestJob]:
+    """The jobs ``user`` may see: their own, or the tenant's for a tenant admin; under an API
+    key, only the user's own on the collections the key reaches."""
+    # The file's name and type, not its bytes.
+    jobs = IngestJob.objects.select_related("user", "file").defer("file__data")
+    grant = grant_of(user)
+    if grant is not None:
+        reached = Q(pk__in=[])
+        for name, shared in grant.collections:
+            reached |= Q(collection=name, shared=shared)
+        return jobs.filter(reached, user_id=user.pk)
+    return jobs if getattr(user, "is_staff", False) else jobs.filter(user_id=user.pk)
+
+
+def job_list(
+    *,
+    user: AbstractBaseUser,
+    state: str | None = None,
+    collection: str | None = None,
+    shared: bool | None = None,
+    own: bool = False,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[IngestJob], int]:
+    """A page of the jobs ``user`` may see, newest first, and how many there are in all;
+    ``own``: only the jobs ``user`` submitted, even for a tenant admin."""
+    jobs = visible_jobs(user)
+    if own:
+        jobs = jobs.filter(user_id=user.pk)
+    if state:
+        jobs = jobs.filter(state=state)
+    if collection:
+        jobs = jobs.filter(collection=collection)
+    if shared is not None:
+        jobs = jobs.filter(shared=shared)
+    follow_user(user)  # with standbys: read on one that has the user's last write
+    return on_standby(
+        lambda: (list(jobs.order_by("-created_at", "id")[offset : offset + limit]), jobs.count())
+    )
+
+
+def job_get(*, user: AbstractBaseUser, job_id: str, for_update: bool = False) -> IngestJob:
+    """One job ``user`` may see; anything else (another user's, no such id) is 404."""
+    try:
+        key = uuid.UUID(job_id)
+    except ValueError:
+        raise _missing(job_id) from None
+    jobs = visible_jobs(user)
+    if for_update:
+        found = jobs.select_for_update(of=("self",)).filter(id=key).first()
+    else:
+        follow_user(user)  # with standbys: read on one that has the user's last write
+        found = on_standby(lambda: jobs.filter(id=key).first())
+    if found is None:
+        raise _missing(job_id)
+    return found
+
+
+def _missing(job_id: str) -> NotFoundError:
+    return NotFoundError(f"Job '{job_id}' not found; GET /api/rag/jobs lists the jobs you can see.")

@@ -102,7 +102,7 @@ def documents_fragment(request: HttpRequest, name: str, shared: bool = False) ->
 
 
 def _jobs(request: HttpRequest, name: str) -> dict[str, object]:
-    found, _ = jobs.job_list(
+    found, _ = selectors.job_list(
         user=user_of(request), collection=name, shared=False, own=True, limit=JOBS_SHOWN
     )
     # While a job is unfinished the panel asks for itself again (see _jobs.html).

@@ -16,9 +16,9 @@ from portal.rag import selectors
 from portal.rag.passages import Passage, passage
 from portal.workspace.access import member, user_of
 from portal.workspace.forms import SearchForm
-from rag_plugin.engine import SearchHit, SearchOutcome
 from rag_plugin.exceptions import RagError
 from rag_plugin.filters import FilterExpression, filters_from_json
+from rag_plugin.outcome import SearchHit, SearchOutcome
 from rag_plugin.rerank import RerankMode
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo

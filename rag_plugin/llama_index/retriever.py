@@ -16,7 +16,7 @@ from llama_index.core.schema import (
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from rag_plugin.embedding.base import Embedder
-from rag_plugin.engine import CollectionSearcher, EmbedderResolver, SearchHit
+from rag_plugin.engine import CollectionSearcher, EmbedderResolver
 from rag_plugin.exceptions import InvalidInputError
 from rag_plugin.filters import (
     MAX_DEPTH,
@@ -29,6 +29,7 @@ from rag_plugin.filters import (
     as_expression,
 )
 from rag_plugin.fusion import DEFAULT_RRF_K, HybridWeights
+from rag_plugin.outcome import SearchHit
 from rag_plugin.search import DEFAULT_STRATEGY, SearchStrategy
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, Filters, Store
 

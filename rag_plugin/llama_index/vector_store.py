@@ -25,7 +25,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from rag_plugin.embedding.base import Embedder
-from rag_plugin.engine import CollectionSearcher, SearchHit
+from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import ConfigurationError, DocumentNotFoundError, InvalidInputError
 from rag_plugin.filters import (
     FilterCondition,
@@ -38,6 +38,7 @@ from rag_plugin.filters import (
 )
 from rag_plugin.fusion import HybridWeights
 from rag_plugin.llama_index.retriever import chunk_to_node, filters_from_llama
+from rag_plugin.outcome import SearchHit
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import (
     ChunkInput,

@@ -14,22 +14,15 @@ from typing import Any
 import pytest
 
 from rag_plugin.embedding.base import Embedder
-from rag_plugin.engine import (
-    MIN_HYBRID_CANDIDATES,
-    CollectionSearcher,
-    SearchHit,
-    SearchOutcome,
-    hybrid_candidates,
-    rerank_outcome,
-)
+from rag_plugin.engine import MIN_HYBRID_CANDIDATES, CollectionSearcher, hybrid_candidates
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError
 from rag_plugin.explain import LegRanking, SearchExplanation
 from rag_plugin.fusion import SEED_RRF_K, SEED_WEIGHTS, HybridWeights
-from rag_plugin.rerank import LexicalReranker, RerankInfo
+from rag_plugin.outcome import SearchHit, rerank_outcome
+from rag_plugin.rerank import LexicalReranker
 from rag_plugin.search import SearchStrategy
 from rag_plugin.stores.base import (
     ChunkInput,
-    ChunkRecord,
     CollectionInfo,
     Correction,
     DocumentInput,
@@ -388,42 +381,6 @@ def test_a_resolver_picks_the_embedder_per_collection(
     outcome = CollectionSearcher(store, resolve).search(collection, "quick fox", top_k=1)
     assert asked == ["docs"]
     assert [hit.id for hit in outcome.hits] == [f"{doc}_0"]
-
-
-class _RecordingReranker:
-    """Reverses the items and records the scores it was shown."""
-
-    def __init__(self) -> None:
-        self.seen: list[float] = []
-
-    def rerank(self, query: str, items: Sequence[Any]) -> list[Any]:
-        self.seen = [item.score for item in items]
-        info = RerankInfo(mode="test", score=0.0)
-        return [item.with_rerank(info) for item in reversed(items)]
-
-
-@pytest.mark.parametrize(
-    ("strategy", "scores", "normalized", "shown"),
-    [
-        ("bm25", [4.0, 2.0, 1.0], [None] * 3, [1.0, 0.5, 0.25]),
-        ("semantic", [0.9, -0.2, -0.5], [None] * 3, [0.9, -0.2, -0.5]),
-        ("hybrid", [0.03, 0.02, 0.01], [0.9, 0.6, 0.3], [0.9, 0.6, 0.3]),
-    ],
-)
-def test_rerank_outcome_shows_the_reranker_similarity_scaled_scores(
-    strategy: str, scores: list[float], normalized: list[float | None], shown: list[float]
-) -> None:
-    chunks = [ChunkRecord(f"d_{i}", "d", i, f"text {i}", 0, 6) for i in range(len(scores))]
-    hits = tuple(
-        SearchHit(chunk, score, norm)
-        for chunk, score, norm in zip(chunks, scores, normalized, strict=True)
-    )
-    reranker = _RecordingReranker()
-    outcome = rerank_outcome(reranker, SearchOutcome(hits, SearchStrategy(strategy), "q"))
-    assert reranker.seen == shown
-    assert [hit.id for hit in outcome.hits] == ["d_2", "d_1", "d_0"]
-    assert [hit.score for hit in outcome.hits] == scores[::-1]  # their own scores stay
-    assert all(hit.rerank == RerankInfo(mode="test", score=0.0) for hit in outcome.hits)
 
 
 # Explanations (SPEC T6): the legs as fused and each hit's share of its score.

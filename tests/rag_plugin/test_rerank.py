@@ -9,19 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from rag_plugin.cross_encoder import CrossEncoderModel
 from rag_plugin.exceptions import ConfigurationError, InvalidInputError, ModelLoadError
 from rag_plugin.rerank import (
     ALPHA_ENV,
     DEFAULT_CROSS_ENCODER_MODEL,
     MODE_ENV,
     MODEL_ENV,
-    CrossEncoderModel,
     CrossEncoderReranker,
     LexicalReranker,
     NoReranker,
     RerankInfo,
     RerankMode,
-    load_cross_encoder,
     make_reranker,
     parse_rerank_mode,
     rerank_alpha,
@@ -273,41 +272,6 @@ def test_real_fastembed_load_fails_offline_and_falls_back(
     # lexical: a 0.765, b 0.7225 + 0.15 = 0.8725
     assert summary(result) == [("b", 0.8725, 1.0), ("a", 0.765, 0.0)]
     assert "could not be loaded offline" in caplog.text
-
-
-def test_real_fastembed_rejects_a_broken_model_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    folder = tmp_path / DEFAULT_CROSS_ENCODER_MODEL.replace("/", "--")
-    folder.mkdir()
-    (folder / "model.onnx").write_bytes(b"not an onnx model")
-    monkeypatch.setenv("RAG_MODEL_DIR", str(tmp_path))
-    with pytest.raises(ModelLoadError, match="could not be loaded offline"):
-        load_cross_encoder(DEFAULT_CROSS_ENCODER_MODEL)
-
-
-def test_unknown_cross_encoder_name_is_a_load_error() -> None:
-    with pytest.raises(ModelLoadError, match="'acme/reranker' is not a fastembed cross-encoder"):
-        load_cross_encoder("acme/reranker")
-
-
-def test_loaded_models_are_kept_four_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rag_plugin.rerank as rerank_module
-
-    loads: list[str] = []
-
-    def fake_load(name: str, cache_dir: object, model_dir: object) -> CrossEncoderModel:
-        loads.append(name)
-        return TableModel({})
-
-    monkeypatch.setattr(rerank_module, "_load", fake_load)
-    monkeypatch.setattr(rerank_module, "_models", type(rerank_module._models)())
-    first = load_cross_encoder("m1")
-    for name in ("m2", "m3", "m4", "m1", "m5"):  # m1 is used again, so m2 is the oldest
-        load_cross_encoder(name)
-    assert load_cross_encoder("m1") is first
-    load_cross_encoder("m2")
-    assert loads == ["m1", "m2", "m3", "m4", "m5", "m2"]
 
 
 # -- modes -----------------------------------------------------------------------------

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from rag_plugin.engine import CollectionSearcher, SearchOutcome
+from rag_plugin.engine import CollectionSearcher
 from rag_plugin.exceptions import CollectionNotFoundError, InvalidInputError
 from rag_plugin.filters import FilterOperator, MetadataFilter
 from rag_plugin.fusion import HybridWeights
+from rag_plugin.outcome import SearchOutcome
 from rag_plugin.rerank import NoReranker, Reranker, RerankMode, T
 from rag_plugin.retrieval import (
     CollectionRef,

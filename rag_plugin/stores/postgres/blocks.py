@@ -24,7 +24,7 @@ Writes (all inside the document's transaction, so a crash leaves blocks and chun
 - removing chunks thins only the blocks whose id range holds them (one full piece or a
   small block per term, since ids grow with every write) and deletes blocks left empty.
 
-The writers of one collection take turns on its row lock (``writes.py``), so merges never race.
+The writers of one collection take turns on its row lock (``locks.py``), so merges never race.
 Reading the blocks back is ``block_reads.py``.
 """
 

@@ -13,12 +13,13 @@ Reading everything is what makes long queries cheap: a 24-term claim over 100k c
 ≈ 30k postings (0.5 MB), which take about a millisecond to read and score, where pruning
 row by row had to probe tens of thousands of (chunk, term) pairs.
 
-Fuzzy: see ``fuzzy.py`` (word postings of its own); correction: ``correction.py``.
+Fuzzy: see ``fuzzy.py`` (word postings of its own); correction: ``correction.py``. Both
+word-based legs run through :func:`lexical_leg`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,12 +27,56 @@ import psycopg
 
 from rag_plugin.lexical.bm25 import bm25_idf, bm25_term_scores
 from rag_plugin.lexical.slots import FloatArray, IntArray
-from rag_plugin.stores.base import ScoredChunk
+from rag_plugin.stores.base import CollectionInfo, ScoredChunk, SearchContext
 from rag_plugin.stores.postgres.block_reads import decode_int_array, read_term_postings, union_ids
-from rag_plugin.stores.postgres.filters import SqlFilter
+from rag_plugin.stores.postgres.connection import Database
+from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
+from rag_plugin.stores.postgres.reads import collection_row
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables, chunk_record
 
-__all__ = ["allowed_chunks", "bm25_search", "top_chunks"]
+__all__ = [
+    "Analysis",
+    "LexicalSearch",
+    "allowed_chunks",
+    "bm25_search",
+    "lexical_leg",
+    "top_chunks",
+]
+
+
+LexicalSearch = Callable[
+    [psycopg.Connection[Any], Tables, CollectionRow, list[str], int, SqlFilter | None],
+    list[ScoredChunk],
+]
+"""A word-based leg: (connection, tables, collection row, the query's analysed words, n,
+compiled filter) → hits."""
+
+Analysis = Callable[[str, str], list[str]]
+"""How a leg's query is analysed: (analyzer name, query) → its terms or words (a
+:class:`~rag_plugin.stores.context.SearchContext` method, so once a search)."""
+
+
+def lexical_leg(
+    db: Database,
+    tables: Tables,
+    search: LexicalSearch,
+    analyse: Analysis,
+    collection: CollectionInfo,
+    query: str,
+    n: int,
+    context: SearchContext,
+) -> list[ScoredChunk]:
+    """Run one word-based leg (BM25 or fuzzy) in a transaction on the collection's row,
+    the query analysed by the stored collection's analyzer."""
+    where = sql_filter(context)
+
+    def leg(conn: psycopg.Connection[Any]) -> list[ScoredChunk]:
+        row = collection_row(conn, tables, collection)
+        if n == 0:
+            return []
+        return search(conn, tables, row, analyse(row.info.analyzer, query), n, where)
+
+    return db.read(leg)
 
 
 def bm25_search(

@@ -3,9 +3,10 @@
 ``ensure_schema`` is idempotent and safe to run from many processes at once: it takes a
 transaction-scoped advisory lock per schema, reads ``rag_schema_version`` and applies, in
 order and in the same transaction, every migration newer than the recorded version
-(``migrations.py`` holds them: a later change appends a :class:`Migration`, never edits an
-applied one, so existing data is migrated in place). HNSW indexes are made on demand, one per
-(dimension, metric), by ``ensure_vector_index``.
+(the ``migrations`` package holds them: a later change appends a :class:`Migration`, never
+edits an applied one, so existing data is migrated in place). HNSW indexes are made on
+demand, one per (dimension, metric), by ``ensure_vector_index``. ``drop_tables`` drops every
+table of the store.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from psycopg import sql
 
 from rag_plugin.exceptions import ConfigurationError
 from rag_plugin.stores.postgres.migrations import MIGRATIONS, SCHEMA_VERSION, Migration
+from rag_plugin.stores.postgres.rows import TABLE_NAMES, Tables
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Migration",
     "current_version",
+    "drop_tables",
     "ensure_schema",
     "ensure_vector_extension",
     "ensure_vector_index",
@@ -130,6 +133,25 @@ def ensure_schema(
             )
             version = migration.version
         return version
+
+
+def drop_tables(conn: psycopg.Connection[Any], schema: str) -> int:
+    """Drop the store's tables in ``schema`` (the schema and whatever else it holds stay);
+    return how many collections they held, 0 if the schema holds none of them or is gone."""
+    tables = Tables(schema)
+    found = conn.execute(
+        "SELECT to_regclass(%s)", (tables.table("collections").as_string(conn),)
+    ).fetchone()
+    if found is None or found[0] is None:
+        return 0
+    counted = conn.execute(tables("SELECT count(*) FROM {collections}")).fetchone()
+    names = [f"rag_{name}" for name in TABLE_NAMES] + ["rag_schema_version"]
+    conn.execute(
+        sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
+            sql.SQL(", ").join(sql.Identifier(schema, name) for name in names)
+        )
+    )
+    return int(counted[0]) if counted else 0
 
 
 def vector_index_name(dimensions: int, metric: DistanceMetric) -> str:

@@ -16,7 +16,8 @@ with the corpus.
 - Fuzzy: exact, from the word vocabulary, the word blocks and the chunks' forward index
   (``fuzzy.py``; the words are ``prepared.chunk_words``); correction from the analyzer
   vocabulary (``correction.py``).
-- Writes: one transaction per document, serialised per collection (``writes.py``).
+- Writes: one transaction per document, serialised per collection (``writes.py``,
+  ``locks.py``), checked against usage limits before the commit (``usage.py``).
 - Replicas (``replicas=``, DSNs of streaming standbys or a shared ``ReplicaSet``): searches
   and reads run on a standby that has replayed the context's own writes, writes on the
   primary (``replicas.py``).
@@ -32,18 +33,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
-from rag_plugin.exceptions import (
-    CollectionExistsError,
-    DocumentNotFoundError,
-    InvalidInputError,
-    StoreError,
-)
+from rag_plugin.exceptions import CollectionExistsError, InvalidInputError, StoreError
 from rag_plugin.stores.base import (
     ChunkInput,
     ChunkRecord,
@@ -58,25 +53,17 @@ from rag_plugin.stores.base import (
     check_same_model,
     validate_collection_name,
 )
-from rag_plugin.stores.postgres import correction, lexical, near, reads, writes
+from rag_plugin.stores.postgres import correction, locks, near, reads, writes
 from rag_plugin.stores.postgres.cache import PostgresEmbeddingCache
-from rag_plugin.stores.postgres.connection import (
-    ConnectionSource,
-    Database,
-    validate_schema_name,
-)
+from rag_plugin.stores.postgres.connection import ConnectionSource, Database, validate_schema_name
 from rag_plugin.stores.postgres.dense import dense_search
-from rag_plugin.stores.postgres.filters import SqlFilter, sql_filter
+from rag_plugin.stores.postgres.filters import sql_filter
 from rag_plugin.stores.postgres.fuzzy import fuzzy_search
+from rag_plugin.stores.postgres.lexical import bm25_search, lexical_leg
 from rag_plugin.stores.postgres.replicas import ReplicaSet
-from rag_plugin.stores.postgres.rows import (
-    TABLE_NAMES,
-    CollectionRow,
-    Tables,
-    chunk_record,
-    document_record,
-)
-from rag_plugin.stores.postgres.schema import ensure_schema, ensure_vector_index
+from rag_plugin.stores.postgres.rows import CollectionRow, Tables
+from rag_plugin.stores.postgres.schema import drop_tables, ensure_schema, ensure_vector_index
+from rag_plugin.stores.postgres.usage import check_limits, owner_usage
 from rag_plugin.stores.prepared import prepare_document
 from rag_plugin.stores.usage import Usage, WriteLimits
 from rag_plugin.vectors import validate_embedding
@@ -84,18 +71,6 @@ from rag_plugin.vectors import validate_embedding
 __all__ = ["PostgresStore"]
 
 logger = logging.getLogger(__name__)
-
-
-LexicalSearch = Callable[
-    [psycopg.Connection[Any], Tables, CollectionRow, list[str], int, SqlFilter | None],
-    list[ScoredChunk],
-]
-"""A word-based leg: (connection, tables, collection row, the query's analysed words, n,
-compiled filter) → hits."""
-
-Analysis = Callable[[str, str], list[str]]
-"""How a leg's query is analysed: (analyzer name, query) → its terms or words (a
-:class:`~rag_plugin.stores.context.SearchContext` method, so once a search)."""
 
 
 def _positive(name: str, value: int) -> int:
@@ -208,21 +183,8 @@ class PostgresStore(Store):
         it holds stay: the portal's tenant schema goes with its tenant); return how many
         collections they held, 0 if the schema holds none of them or is gone."""
         schema = validate_schema_name(namespace)
-        tables = Tables(schema)
         with self._db.writing() as conn:
-            found = conn.execute(
-                "SELECT to_regclass(%s)", (tables.table("collections").as_string(conn),)
-            ).fetchone()
-            if found is None or found[0] is None:
-                return 0
-            counted = conn.execute(tables("SELECT count(*) FROM {collections}")).fetchone()
-            names = [f"rag_{name}" for name in TABLE_NAMES] + ["rag_schema_version"]
-            conn.execute(
-                sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
-                    sql.SQL(", ").join(sql.Identifier(schema, name) for name in names)
-                )
-            )
-        return int(counted[0]) if counted else 0
+            return drop_tables(conn, schema)
 
     def embedding_cache(self) -> PostgresEmbeddingCache:
         """An embedding cache in this store's schema (``rag_embedding_cache``), on its
@@ -241,29 +203,20 @@ class PostgresStore(Store):
         return created
 
     def _get_collection(self, key: CollectionKey) -> CollectionInfo:
-        return self._read(key)[0].info
+        return reads.get_collection(self._db, self._tables, key)
 
     def list_collections(self, *, owner: str | None = None) -> list[CollectionInfo]:
         """Return the owner's collections (``owner=None``: the shared ones), sorted by name."""
-        (rows,) = self._db.read_run(
-            (
-                self._tables(
-                    "SELECT {collection_columns} FROM {collections}"
-                    " WHERE owner IS NOT DISTINCT FROM %s ORDER BY name"
-                ),
-                (owner,),
-            )
-        )
-        return [CollectionRow.from_row(row).info for row in rows]
+        return reads.list_collections(self._db, self._tables, owner)
 
     def usage(self, *, owner: str | None = None, everyone: bool = False) -> Usage:
         """What the owner's collections hold, or all of them: sums of their counters."""
         with self._db.transaction() as conn:
-            return writes.owner_usage(conn, self._tables, owner, everyone=everyone)
+            return owner_usage(conn, self._tables, owner, everyone=everyone)
 
     def _delete_collection(self, key: CollectionKey) -> int:
         with self._db.writing(pipeline=True) as conn:
-            row = writes.lock_collection(conn, self._tables, key, for_delete=True)
+            row = locks.lock_collection(conn, self._tables, key, for_delete=True)
             return writes.delete_collection(conn, self._tables, row)
 
     def prune_near_keys(self) -> int:
@@ -286,7 +239,7 @@ class PostgresStore(Store):
     ) -> list[DocumentRecord]:
         """Store documents with their chunks in one transaction, replacing those whose source
         is stored; with ``create=True`` the collection is created in it if missing; with
-        ``limits`` the usage is checked last, before the commit (:func:`writes.check_limits`).
+        ``limits`` the usage is checked last, before the commit (:func:`check_limits`).
 
         Three round trips however many documents: the collection lock with the replaced
         documents' lookup (after the insert of a missing collection), then every write in one
@@ -296,7 +249,7 @@ class PostgresStore(Store):
         sources = [document.source for document, _ in documents]
         with self._db.writing(pipeline=True) as conn:
             inserted = writes.insert_collection(conn, self._tables, collection) if create else None
-            row, stored = writes.lock_for_sources(conn, self._tables, collection.key, sources)
+            row, stored = locks.lock_for_sources(conn, self._tables, collection.key, sources)
             new = inserted is not None and inserted.fetchone() is not None
             if create and not new:
                 check_same_model(row.info, collection)
@@ -313,7 +266,7 @@ class PostgresStore(Store):
                 [(stored.get(p.document.source), p) for p in prepared],
             )
             if limits is not None and limits.any:
-                writes.check_limits(conn, self._tables, row.info.owner, limits, added)
+                check_limits(conn, self._tables, row.info.owner, limits, added)
         if new:
             try:
                 self._ensure_vector_index(row.info)
@@ -328,14 +281,10 @@ class PostgresStore(Store):
             writes.delete_document(conn, self._tables, collection.key, document_id)
 
     def _get_document(self, collection: CollectionInfo, document_id: str) -> DocumentRecord:
-        row, (found,) = self._read(collection.key, (reads.DOCUMENT_BY_ID, (document_id,)))
-        if not found:
-            raise DocumentNotFoundError(document_id)
-        return document_record(row.info.name, found[0])
+        return reads.get_document(self._db, self._tables, collection.key, document_id)
 
     def _find_document(self, collection: CollectionInfo, source: str) -> DocumentRecord | None:
-        row, (found,) = self._read(collection.key, (reads.DOCUMENT_BY_SOURCE, (source,)))
-        return document_record(row.info.name, found[0]) if found else None
+        return reads.find_document(self._db, self._tables, collection.key, source)
 
     def find_sources(
         self, name: str, *, owner: str | None = None, sources: Sequence[str]
@@ -345,35 +294,15 @@ class PostgresStore(Store):
         the collection is absent. Empty and absent sources are missing from the map.
         """
         wanted = CollectionKey(validate_collection_name(name), owner)
-        asked = sorted({source for source in sources if source})
-        if not asked:
-            return self._read(wanted)[0].info, {}
-        row, (documents, chunks) = self._read(
-            wanted, (reads.DOCUMENTS_BY_SOURCES, (asked,)), (reads.CHUNKS_BY_SOURCES, (asked,))
-        )
-        by_document: dict[str, list[ChunkRecord]] = {}
-        for chunk in map(chunk_record, chunks):
-            by_document.setdefault(chunk.document_id, []).append(chunk)
-        found = {}
-        for record in (document_record(name, r) for r in documents):
-            found[record.source] = (record, by_document.get(record.id, []))
-        return row.info, found
+        return reads.find_sources(self._db, self._tables, wanted, sources)
 
     def _list_documents(
         self, collection: CollectionInfo, limit: int, offset: int
     ) -> list[DocumentRecord]:
-        row, (rows,) = self._read(collection.key, (reads.DOCUMENTS_NEWEST_FIRST, (limit, offset)))
-        return [document_record(row.info.name, r) for r in rows]
+        return reads.list_documents(self._db, self._tables, collection.key, limit, offset)
 
     def _document_chunks(self, collection: CollectionInfo, document_id: str) -> list[ChunkRecord]:
-        _, (exists, rows) = self._read(
-            collection.key,
-            (reads.DOCUMENT_EXISTS, (document_id,)),
-            (reads.CHUNKS_BY_ID, (document_id,)),
-        )
-        if not exists:
-            raise DocumentNotFoundError(document_id)
-        return [chunk_record(r) for r in rows]
+        return reads.document_chunks(self._db, self._tables, collection.key, document_id)
 
     # -- search legs -------------------------------------------------------------------
 
@@ -388,7 +317,7 @@ class PostgresStore(Store):
         where = sql_filter(context)
 
         def search(conn: psycopg.Connection[Any]) -> list[ScoredChunk]:
-            row = self._collection(conn, collection)
+            row = reads.collection_row(conn, self._tables, collection)
             validate_embedding(vector, row.info.dimensions)
             if n == 0:
                 return []
@@ -409,62 +338,25 @@ class PostgresStore(Store):
     def _bm25(
         self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        return self._lexical_leg(lexical.bm25_search, context.tokens, collection, query, n, context)
+        return lexical_leg(
+            self._db, self._tables, bm25_search, context.tokens, collection, query, n, context
+        )
 
     def _fuzzy(
         self, collection: CollectionInfo, query: str, n: int, context: SearchContext
     ) -> list[ScoredChunk]:
-        return self._lexical_leg(fuzzy_search, context.fuzzy_words, collection, query, n, context)
+        return lexical_leg(
+            self._db, self._tables, fuzzy_search, context.fuzzy_words, collection, query, n, context
+        )
 
     def _correct_query(self, collection: CollectionInfo, query: str) -> QueryCorrection:
         def correct(conn: psycopg.Connection[Any]) -> QueryCorrection:
-            row = self._collection(conn, collection)
+            row = reads.collection_row(conn, self._tables, collection)
             return correction.correct_query(conn, self._tables, row, query)
 
         return self._db.read(correct)
 
     # -- helpers -----------------------------------------------------------------------
-
-    def _lexical_leg(
-        self,
-        search: LexicalSearch,
-        analyse: Analysis,
-        collection: CollectionInfo,
-        query: str,
-        n: int,
-        context: SearchContext,
-    ) -> list[ScoredChunk]:
-        """Run one word-based leg (BM25 or fuzzy) in a transaction on the collection's row,
-        the query analysed by the stored collection's analyzer."""
-        where = sql_filter(context)
-
-        def leg(conn: psycopg.Connection[Any]) -> list[ScoredChunk]:
-            row = self._collection(conn, collection)
-            if n == 0:
-                return []
-            return search(conn, self._tables, row, analyse(row.info.analyzer, query), n, where)
-
-        return self._db.read(leg)
-
-    def _read(
-        self, key: CollectionKey, *statements: tuple[str, tuple[Any, ...]]
-    ) -> tuple[CollectionRow, list[list[Any]]]:
-        """The collection's row and the rows of ``statements``, all in one round trip.
-
-        Each statement reaches the collection through ``{owned_collection}``, whose two
-        parameters (name, owner) come first, before the statement's own. ``key.name`` is
-        checked already (by ``Store``'s public methods, or :meth:`find_sources`).
-        """
-        owned = (key.name, key.owner)
-        collections, *results = self._db.read_run(
-            (self._tables(reads.COLLECTION), owned),
-            *((self._tables(template), (*owned, *params)) for template, params in statements),
-        )
-        return reads.found_collection(collections, key.name), results
-
-    def _collection(self, conn: psycopg.Connection[Any], info: CollectionInfo) -> CollectionRow:
-        rows = conn.execute(self._tables(reads.COLLECTION), (info.name, info.owner)).fetchall()
-        return reads.found_collection(rows, info.name)
 
     def _ensure_vector_index(self, collection: CollectionInfo) -> None:
         # Outside the insert's transaction: building it over existing rows can take a while,

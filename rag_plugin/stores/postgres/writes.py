@@ -1,10 +1,11 @@
 """Document writes: chunks, vectors, postings, vocabularies, statistics in one transaction.
 
-Concurrency: every write first locks its collection's row (``FOR NO KEY UPDATE``; delete uses
-``FOR UPDATE``). Writers to one collection therefore take turns — no lost update of N, Σdl or
-a term's df, and no deadlock, because no writer holds a vocabulary or document row while
-waiting for the collection — while writers to other collections and every reader (MVCC) run
-freely. The expensive part of an ingest, the embedding model, runs before the transaction.
+Concurrency: every write first locks its collection's row (``locks.py``: ``FOR NO KEY
+UPDATE``; delete uses ``FOR UPDATE``). Writers to one collection therefore take turns — no
+lost update of N, Σdl or a term's df, and no deadlock, because no writer holds a vocabulary
+or document row while waiting for the collection — while writers to other collections and
+every reader (MVCC) run freely. The expensive part of an ingest, the embedding model, runs
+before the transaction.
 
 Round trips: the writes run in psycopg's pipeline mode (see ``Database.transaction``). A
 document write reads once — the locked collection row with the document it replaces — and
@@ -20,63 +21,21 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 
-from rag_plugin.exceptions import CollectionNotFoundError, DocumentNotFoundError
-from rag_plugin.stores.base import (
-    CollectionInfo,
-    CollectionKey,
-    DocumentRecord,
-    new_document_id,
-)
+from rag_plugin.exceptions import DocumentNotFoundError
+from rag_plugin.stores.base import CollectionInfo, CollectionKey, DocumentRecord, new_document_id
 from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
+from rag_plugin.stores.postgres.locks import StoredDocument, lock_for_write
 from rag_plugin.stores.postgres.near import add_entries, drop_collection_keys
-from rag_plugin.stores.postgres.rows import (
-    CollectionRow,
-    Tables,
-    packed_vectors,
-)
+from rag_plugin.stores.postgres.rows import CollectionRow, Tables, packed_vectors
 from rag_plugin.stores.prepared import PreparedDocument
-from rag_plugin.stores.usage import Usage, UsageLimits, WriteLimits, check_usage
+from rag_plugin.stores.usage import Usage
 
-__all__ = [
-    "StoredDocument",
-    "check_limits",
-    "delete_collection",
-    "delete_document",
-    "insert_collection",
-    "lock_collection",
-    "lock_for_sources",
-    "lock_for_write",
-    "owner_usage",
-    "write_documents",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    """A stored document a write replaces or deletes: its id, chunk count, Σdl and bytes of
-    chunk text."""
-
-    id: str
-    chunks: int
-    length: int
-    text_bytes: int
-
-
-_LOCK = (
-    "SELECT {collection_columns} FROM {collections}"
-    " WHERE name = %s AND owner IS NOT DISTINCT FROM %s FOR NO KEY UPDATE"
-)
-# A delete needs the stronger lock: it conflicts with the FK checks of concurrent inserts.
-_LOCK_FOR_DELETE = (
-    "SELECT {collection_columns} FROM {collections}"
-    " WHERE name = %s AND owner IS NOT DISTINCT FROM %s FOR UPDATE"
-)
+__all__ = ["delete_collection", "delete_document", "insert_collection", "write_documents"]
 
 
 _INSERT_COLLECTION = (
@@ -103,69 +62,6 @@ def insert_collection(
             info.analyzer,
         ),
     )
-
-
-def _locked_row(cursor: psycopg.Cursor[Any], key: CollectionKey) -> CollectionRow:
-    row = cursor.fetchone()
-    if row is None:
-        raise CollectionNotFoundError(key.name)
-    return CollectionRow.from_row(row)
-
-
-def lock_collection(
-    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, *, for_delete: bool
-) -> CollectionRow:
-    """Lock the owner's collection row for this transaction and return it."""
-    cursor = conn.execute(tables(_LOCK_FOR_DELETE if for_delete else _LOCK), (key.name, key.owner))
-    return _locked_row(cursor, key)
-
-
-# The document's current chunk count, Σdl and text bytes, for the statistics a replace or
-# delete adjusts. It joins the collection by name and owner, so it can be sent with the lock,
-# before the collection id is known; it runs after the lock is granted, so it sees every
-# committed write.
-_STORED = (
-    "SELECT d.id, s.chunks, s.length, d.source, s.bytes FROM {documents} d"
-    " JOIN {collections} k ON k.id = d.collection_id,"
-    " LATERAL (SELECT count(*), coalesce(sum(c.token_count), 0),"
-    "  coalesce(sum(octet_length(c.content)), 0) FROM {chunks} c"
-    "  WHERE c.document_id = d.id) AS s(chunks, length, bytes)"
-    " WHERE k.name = %s AND k.owner IS NOT DISTINCT FROM %s AND "
-)
-# The partial unique index on (collection_id, source) needs the ``<> ''`` predicate.
-_STORED_BY_SOURCES = _STORED + "d.source = ANY(%s) AND d.source <> ''"
-_STORED_BY_ID = _STORED + "d.id = %s"
-
-
-def lock_for_write(
-    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, *, document_id: str
-) -> tuple[CollectionRow, StoredDocument | None]:
-    """Lock the collection and find the document ``document_id``, in one round trip; the
-    document is None when absent."""
-    locked = conn.execute(tables(_LOCK), (key.name, key.owner))
-    found = conn.execute(tables(_STORED_BY_ID), (key.name, key.owner, document_id))
-    row = _locked_row(locked, key)
-    stored = found.fetchone()
-    return row, (_stored(stored) if stored is not None else None)
-
-
-def lock_for_sources(
-    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, sources: Sequence[str]
-) -> tuple[CollectionRow, dict[str, StoredDocument]]:
-    """Lock the collection and find the documents stored under ``sources`` (empty ones are
-    never stored under), in one round trip; absent sources are missing from the map."""
-    locked = conn.execute(tables(_LOCK), (key.name, key.owner))
-    wanted = sorted({source for source in sources if source})
-    found = (
-        conn.execute(tables(_STORED_BY_SOURCES), (key.name, key.owner, wanted)) if wanted else None
-    )
-    row = _locked_row(locked, key)
-    stored = found.fetchall() if found is not None else []
-    return row, {str(r[3]): _stored(r) for r in stored}
-
-
-def _stored(row: Sequence[Any]) -> StoredDocument:
-    return StoredDocument(str(row[0]), int(row[1]), int(row[2]), int(row[4]))
 
 
 def _remove_chunks(
@@ -399,55 +295,3 @@ def delete_collection(conn: psycopg.Connection[Any], tables: Tables, row: Collec
     ):
         conn.execute(tables(template), (row.id,))
     return row.info.document_count
-
-
-# The usage of one owner's collections (%s: the owner, NULL for the unowned) and of all.
-_OWNER_USAGE = (
-    "SELECT coalesce(sum(document_count), 0), coalesce(sum(chunk_count), 0),"
-    " coalesce(sum(text_bytes), 0) FROM {collections} WHERE owner IS NOT DISTINCT FROM %s"
-)
-_STORE_USAGE = (
-    "SELECT coalesce(sum(document_count), 0), coalesce(sum(chunk_count), 0),"
-    " coalesce(sum(text_bytes), 0) FROM {collections}"
-)
-
-
-def owner_usage(
-    conn: psycopg.Connection[Any], tables: Tables, owner: str | None, *, everyone: bool
-) -> Usage:
-    """What the owner's collections hold, or with ``everyone`` all of the schema's."""
-    cursor = (
-        conn.execute(tables(_STORE_USAGE))
-        if everyone
-        else conn.execute(tables(_OWNER_USAGE), (owner,))
-    )
-    row = cursor.fetchone()
-    assert row is not None  # an aggregate always returns its row
-    return Usage(int(row[0]), int(row[1]), int(row[2]))
-
-
-def check_limits(
-    conn: psycopg.Connection[Any],
-    tables: Tables,
-    owner: str | None,
-    limits: WriteLimits,
-    added: Usage,
-) -> None:
-    """Check a write's limits after its changes, inside its transaction.
-
-    A transaction-scoped advisory lock per owner (then one for the store) makes limited
-    writers take turns from here to their commit, which follows at once; each reads the
-    usage after taking it, so it sees every write that passed before it (READ COMMITTED: a
-    statement sees what committed before it began) plus its own. Writers to other owners
-    only meet at the store's lock, and only when the store has limits.
-    """
-    checks: list[tuple[str, UsageLimits, str, bool]] = [
-        (limits.owner_name, limits.owner, f"rag-usage:{tables.schema}:owner:{owner}", False),
-        (limits.store_name, limits.store, f"rag-usage:{tables.schema}:store", True),
-    ]
-    for scope, wanted, lock_name, everyone in checks:
-        if not wanted.any:
-            continue
-        # A hash collision between two names only makes their writers take turns.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_name,))
-        check_usage(scope, wanted, owner_usage(conn, tables, owner, everyone=everyone), added)
