@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from tenants.models import AuditEvent, ProfileCollection, RagSource, RetrievalPr
 
 pytestmark = [
     pytest.mark.django_db(transaction=False),
-    pytest.mark.usefixtures("rag_pool_closed_after"),
+    pytest.mark.usefixtures("rag_pool_closed_after", "fake_embedder"),
 ]
 
 ACME = "acme.localhost"
@@ -52,17 +51,6 @@ DOCUMENTS = [
         metadata={"topic": "people"},
     ),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fake_embedder(settings: Any) -> None:
-    settings.RAG = {**settings.RAG, "EMBEDDER": "fake"}
-
-
-@pytest.fixture
-def acme(demo_tenants: Any) -> Iterator[None]:
-    with schema_context("acme"):
-        yield
 
 
 @pytest.fixture

@@ -9,12 +9,9 @@ Documents are ingested with the deterministic fake embedder (vector values don't
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django_tenants.utils import schema_context
 
 from portal.rag import services
 from portal.rag.errors import ForbiddenError, SourceNotAllowedError
@@ -26,24 +23,13 @@ from tenants.models import AuditEvent, RagSource
 
 pytestmark = [
     pytest.mark.django_db(transaction=False),
-    pytest.mark.usefixtures("rag_pool_closed_after"),
+    pytest.mark.usefixtures("rag_pool_closed_after", "fake_embedder"),
 ]
 
 DOCUMENTS = [
     NewDocument("Refunds are paid within thirty days.", title="Refunds", source="refunds.md"),
     NewDocument("Invoices are sent on the first day.", title="Invoices", source="invoices.md"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fake_embedder(settings: Any) -> None:
-    settings.RAG = {**settings.RAG, "EMBEDDER": "fake"}
-
-
-@pytest.fixture
-def acme(demo_tenants: Any) -> Iterator[None]:
-    with schema_context("acme"):
-        yield
 
 
 @pytest.fixture
