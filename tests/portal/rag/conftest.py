@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django_tenants.utils import schema_context
+
+from tenants.models import RagSource
 
 
 @pytest.fixture
@@ -20,3 +23,11 @@ def acme(demo_tenants: Any) -> Iterator[None]:
     """Inside the demo tenant acme's schema."""
     with schema_context("acme"):
         yield
+
+
+@pytest.fixture
+def source(acme: None) -> str:
+    """A fresh source name of acme's allowlist, enabled (its ``src_`` prefix is fixed)."""
+    name = f"src_{uuid.uuid4().hex[:10]}"
+    RagSource.objects.create(name=name, enabled=True)
+    return name

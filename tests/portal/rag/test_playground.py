@@ -9,7 +9,6 @@ matter here; the lexical legs' and the fusion's arithmetic do).
 from __future__ import annotations
 
 import math
-import uuid
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from portal.rag.context_retrieval import profile_context
 from portal.rag.playground import PlaygroundCollection, PlaygroundQuery, playground_run
 from portal.rag.services import NewDocument, documents_ingest
 from rag_plugin.exceptions import InvalidInputError
-from tenants.models import AuditEvent, ProfileCollection, RagSource, RetrievalProfile
+from tenants.models import AuditEvent, ProfileCollection, RetrievalProfile
 
 pytestmark = [
     pytest.mark.django_db(transaction=False),
@@ -61,13 +60,6 @@ def admin_user(acme: None) -> User:
 @pytest.fixture
 def alice(acme: None) -> User:
     return User.objects.create(username="pg_alice")
-
-
-@pytest.fixture
-def source(acme: None) -> str:
-    name = f"src_{uuid.uuid4().hex[:10]}"
-    RagSource.objects.create(name=name, enabled=True)
-    return name
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ Documents are ingested with the deterministic fake embedder (vector values don't
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.contrib.auth.models import User
 
@@ -46,13 +44,6 @@ def staff_user(acme: None) -> User:
 @pytest.fixture
 def alice(acme: None) -> User:
     return User.objects.create(username="sv_alice")
-
-
-@pytest.fixture
-def source(acme: None) -> str:
-    name = f"src_{uuid.uuid4().hex[:10]}"
-    RagSource.objects.create(name=name, enabled=True)
-    return name
 
 
 def _document_ids(owner: str | None, collection: str) -> set[str]:
