@@ -1,4 +1,4 @@
-"""Playwright driving Debian's Chromium (never a downloaded browser)."""
+"""Playwright driving Debian's Chromium (never a downloaded browser), and the workspace's data."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.conftest import PortalServer
+from tests.portal.browser.workspace_helpers import ACME
 
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 
@@ -21,9 +24,10 @@ def _chromium() -> str:
     )
 
 
-# Module scope: sync Playwright keeps an event loop running in this thread while it is open,
-# which would break later tests that call asyncio.run().
-@pytest.fixture(scope="module")
+# Package scope, not session: sync Playwright keeps an event loop running in this thread while
+# it is open, which would break later tests outside this folder that call asyncio.run(). One
+# browser serves the folder's modules that run one after the other in a process.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -51,3 +55,24 @@ def page(browser: Any) -> Iterator[Any]:
     page.set_default_timeout(20_000)
     yield page
     context.close()
+
+
+@pytest.fixture(scope="package")
+def alices(portal_server: PortalServer) -> dict[str, str]:
+    """A collection of alice's with a document, and a job of hers that no worker runs."""
+    source = portal_server.new_source()
+    with portal_server.api(ACME, "alice") as api:
+        ingested = api.post(
+            "/api/rag/ingest",
+            json={"collection": source, "content": "Alice's secret plan. " * 10, "title": "Plan"},
+        )
+        queued = api.post(
+            "/api/rag/ingest",
+            json={"collection": source, "content": "More of it. " * 10, "async": True},
+        )
+    assert (ingested.status_code, queued.status_code) == (200, 202), queued.text
+    return {
+        "source": source,
+        "document": ingested.json()["document_id"],
+        "job": queued.json()["job_id"],
+    }

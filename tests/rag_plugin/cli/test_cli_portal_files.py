@@ -19,6 +19,7 @@ from portal import launch
 from rag_plugin.cli import run
 from rag_plugin.cli.console import Console
 from tests.conftest import LOGS, PortalServer
+from tests.rag_plugin.cli.ingest_dir_helpers import UNSUPPORTED
 from tests.rag_plugin.cli.test_cli_portal import (
     ACME,
     ingest_argv,
@@ -26,7 +27,6 @@ from tests.rag_plugin.cli.test_cli_portal import (
     run_recording,
     stored_documents,
 )
-from tests.rag_plugin.cli.test_ingest_dir import UNSUPPORTED
 from tests.rag_plugin.files.makers import (
     ARTICLE_HTML,
     chart_image,

@@ -17,7 +17,7 @@ from rag_plugin.cli.discovery import (
     source_name,
 )
 from rag_plugin.exceptions import InvalidInputError
-from tests.rag_plugin.cli.test_ingest_dir import UNSUPPORTED
+from tests.rag_plugin.cli.ingest_dir_helpers import UNSUPPORTED
 
 
 def write(root: Path, relative: str, data: bytes | str) -> Path:

@@ -13,8 +13,12 @@ from rag_plugin.cli.batching import MAX_BATCH_BYTES, plan_batches
 from rag_plugin.cli.client import document_fields, encoded_size
 from rag_plugin.cli.discovery import Document
 from tests.rag_plugin.cli.fake_portal import FakePortal, running_fake_portal
-from tests.rag_plugin.cli.test_ingest_dir import (
+from tests.rag_plugin.cli.ingest_dir_helpers import (
     BROKEN_NOTE,
+    DATA,
+    INTRO,
+    NOTES,
+    TUNING,
     ForbiddenTransport,
     expected_run_output,
     ingest_argv,
@@ -24,12 +28,6 @@ from tests.rag_plugin.cli.test_ingest_dir import (
 
 BATCH = "/api/rag/ingest/batch"
 SINGLE = "/api/rag/ingest"
-DATA, TUNING, INTRO, NOTES = (
-    "data.jsonl",
-    "guide/advanced/TUNING.MD",
-    "guide/intro.md",
-    "release_notes.TXT",
-)
 
 
 def document(name: str, content: str = "text") -> Document:

@@ -14,8 +14,13 @@ import pytest
 from rag_plugin.cli import run
 from tests.rag_plugin.cli.fake_jobs import job_id
 from tests.rag_plugin.cli.fake_portal import FakePortal
-from tests.rag_plugin.cli.test_ingest_dir import UNSUPPORTED, ingest_argv, make_console
-from tests.rag_plugin.cli.test_ingest_jobs import Intercepting, ingest
+from tests.rag_plugin.cli.ingest_dir_helpers import (
+    UNSUPPORTED,
+    Intercepting,
+    ingest,
+    ingest_argv,
+    make_console,
+)
 
 PDF, HTML = "application/pdf", "text/html"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

@@ -10,7 +10,7 @@ from rag_plugin.cli import main, run
 from tests.rag_plugin.cli.conftest import FakeTime
 from tests.rag_plugin.cli.fake_jobs import job_id
 from tests.rag_plugin.cli.fake_portal import PASSWORD, FakePortal
-from tests.rag_plugin.cli.test_ingest_dir import ForbiddenTransport, make_console
+from tests.rag_plugin.cli.ingest_dir_helpers import ForbiddenTransport, make_console
 
 J1, J2, J3 = job_id(1), job_id(2), job_id(3)
 TIME = "2025-01-01T00:00:"
