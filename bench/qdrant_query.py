@@ -27,7 +27,7 @@ __all__ = ["compare"]
 def load_qdrant(
     store: QdrantStore, like: CollectionInfo, documents: Any, shards: int, batch_size: int
 ) -> tuple[CollectionInfo, float]:
-    """Load ``documents`` (source, texts) as real_query's PostgreSQL load does; seconds."""
+    """Load ``documents`` (source, texts) as bench.real_corpus.load does in PostgreSQL; seconds."""
     collection = store.create_collection(
         like.name,
         dimensions=like.dimensions,

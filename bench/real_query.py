@@ -32,36 +32,35 @@ Python, so it gets ``--llama-queries`` of them and the ratio is of the p95s.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
-import random
 import statistics
 import time
 import uuid
-import zlib
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from bench.measure import quantiles, rss_mib
+from bench.real_clients import concurrent, one_client, searches
+from bench.real_corpus import (
+    ANALYZER,
+    LOAD_BATCH,
+    SHARDS,
+    collection_name,
+    corpus,
+    load,
+    queries,
+    with_typos,
+)
 from bench.stock_llama import query_bundle, stock_retrievers
-from bench.store_query import build_index, drop_schema
+from bench.store_schema import DIMENSIONS, drop_schema, kept_collection
 from portal.embedded_db import database_url
-from rag_plugin.engine import CollectionSearcher
-from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.lexical.analyzers import get_analyzer
-from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
-from rag_plugin.stores.postgres.schema import vector_index_name
 from rag_plugin.testing import FakeEmbedder, fake_vector
-from rag_plugin.vectors import DistanceMetric
 
-DIMENSIONS = 384
-WINDOW = 16
-EVAL = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 STRATEGIES = (
     "semantic",
     "bm25",
@@ -71,268 +70,6 @@ STRATEGIES = (
     "hybrid+typos",
     "hybrid+filter",
 )
-SHARDS = 10
-"""Every chunk's metadata ``shard`` is one of 0..9 (by a hash of its key), so the filter
-``shard == 3`` of ``hybrid+filter`` keeps ≈ 10 % of the collection."""
-ANALYZER = "english"  # the default of new collections
-LOAD_BATCH = 50  # documents per upsert_documents transaction
-
-
-def documents() -> list[tuple[str, list[str]]]:
-    """(id, words) of every SciFact and Vaswani document, title first, in file order."""
-    found = []
-    for name in ("scifact", "vaswani"):
-        with open(EVAL / name / "corpus.jsonl", encoding="utf-8") as corpus:
-            for line in corpus:
-                doc = json.loads(line)
-                text = f"{doc.get('title', '')} {doc['text']}"
-                found.append((f"{name}-{doc['_id']}", text.split()))
-    return found
-
-
-def windows(words: list[str], offset: int) -> list[str]:
-    """The document's chunks: 16-word windows, the first ``offset`` words a window of their own."""
-    cuts = ([0] if offset else []) + list(range(offset, len(words), WINDOW))
-    return [" ".join(words[s : s + (offset if s == 0 and offset else WINDOW)]) for s in cuts]
-
-
-def corpus(total: int) -> Iterator[tuple[str, list[str]]]:
-    """(source, chunk texts) per document until ``total`` chunks (see the module docstring)."""
-    docs = documents()
-    made = 0
-    copy = 0
-    while True:
-        offset = (7 * copy) % WINDOW
-        marker = f" copy{copy}" if copy else ""
-        for doc_id, words in docs:
-            texts = [t + marker for t in windows(words, offset) if t]
-            texts = texts[: total - made]
-            if not texts:
-                return
-            yield (f"{doc_id}#{copy}", texts)
-            made += len(texts)
-        copy += 1
-
-
-def queries() -> list[str]:
-    """SciFact train claims, then the Vaswani queries, as typed."""
-    found = []
-    for name, split in (("scifact", "train"), ("vaswani", "test")):
-        wanted = set()
-        with open(EVAL / name / "qrels" / f"{split}.tsv", encoding="utf-8") as qrels:
-            next(qrels)
-            for line in qrels:
-                wanted.add(line.split("\t")[0])
-        with open(EVAL / name / "queries.jsonl", encoding="utf-8") as lines:
-            for line in lines:
-                query = json.loads(line)
-                if query["_id"] in wanted:
-                    found.append(" ".join(query["text"].split()))
-    return found
-
-
-_NEIGHBOURS = {
-    "a": "qswz", "b": "vghn", "c": "xdfv", "d": "serfcx", "e": "wsdr", "f": "drtgvc",
-    "g": "ftyhbv", "h": "gyujnb", "i": "ujko", "j": "huikmn", "k": "jiolm", "l": "kop",
-    "m": "njk", "n": "bhjm", "o": "iklp", "p": "ol", "q": "wa", "r": "edft", "s": "awedxz",
-    "t": "rfgy", "u": "yhji", "v": "cfgb", "w": "qase", "x": "zsdc", "y": "tghu", "z": "asx",
-}  # fmt: skip
-
-
-def with_typo(query: str, rng: random.Random) -> str:
-    """``query`` with one typo in its longest all-letter word of six letters or more."""
-    words = query.split()
-    candidates = [i for i, w in enumerate(words) if len(w) >= 6 and w.isalpha()]
-    if not candidates:
-        return query
-    i = max(candidates, key=lambda c: (len(words[c]), -c))
-    word = words[i]
-    at = rng.randrange(1, len(word) - 1)
-    kind = rng.choice(("swap", "drop", "double", "neighbour"))
-    if kind == "swap":
-        word = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
-    elif kind == "drop":
-        word = word[:at] + word[at + 1 :]
-    elif kind == "double":
-        word = word[:at] + word[at] + word[at:]
-    else:
-        near = _NEIGHBOURS.get(word[at].lower(), word[at])
-        word = word[:at] + rng.choice(near) + word[at + 1 :]
-    return " ".join([*words[:i], word, *words[i + 1 :]])
-
-
-def quantiles(samples: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-    return {
-        "p50": statistics.median(ordered),
-        "p95": at(0.95),
-        "p99": at(0.99),
-        "max": ordered[-1],
-    }
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def collection_name(chunks: int) -> str:
-    return f"real_{chunks}"
-
-
-def loaded(store: PostgresStore, chunks: int) -> CollectionInfo | None:
-    """The collection a kept schema already holds at this size, or None (dropped if partial)."""
-    try:
-        found = store.get_collection(collection_name(chunks))
-    except CollectionNotFoundError:
-        return None
-    if found.chunk_count == chunks:
-        return found
-    store.delete_collection(found.name)  # an interrupted load
-    return None
-
-
-def load(store: PostgresStore, dsn: str, chunks: int) -> tuple[CollectionInfo, float, float]:
-    """Load the corpus in bulk (HNSW built after); (collection, load seconds, build seconds)."""
-    collection = store.create_collection(
-        collection_name(chunks),
-        dimensions=DIMENSIONS,
-        embedding_model=FakeEmbedder(DIMENSIONS).model_name,
-        analyzer=ANALYZER,
-    )
-    index = sql.Identifier(store.schema, vector_index_name(DIMENSIONS, DistanceMetric.COSINE))
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(index))
-    spent = 0.0
-    batch: list[tuple[DocumentInput, list[ChunkInput]]] = []
-    done, report_at = 0, 20_000
-
-    def flush() -> float:
-        started = time.perf_counter()
-        store.upsert_documents(collection, batch)
-        return time.perf_counter() - started
-
-    for source, texts in corpus(chunks):
-        batch.append(
-            (
-                DocumentInput(source=source),
-                [
-                    ChunkInput(
-                        j,
-                        t,
-                        0,
-                        len(t),
-                        fake_vector(t, DIMENSIONS),
-                        {"shard": zlib.crc32(f"{source}_{j}".encode()) % SHARDS},
-                    )
-                    for j, t in enumerate(texts)
-                ],
-            )
-        )
-        if len(batch) == LOAD_BATCH:
-            spent += flush()
-            done += sum(len(c) for _, c in batch)
-            batch = []
-            if done >= report_at:
-                print(f"  loaded {done:,} chunks", flush=True)
-                report_at += 20_000
-    if batch:
-        spent += flush()
-    build = build_index(store, dsn)
-    return store.get_collection(collection.name), spent, build
-
-
-def searches(
-    searcher: CollectionSearcher, collection: CollectionInfo, typed: list[str], typos: list[str]
-) -> dict[str, Callable[[int], object]]:
-    def run(strategy: str, texts: list[str], correct: bool) -> Callable[[int], object]:
-        return lambda i: searcher.search(
-            collection, texts[i], strategy=strategy, top_k=10, correct_typos=correct
-        )
-
-    return {
-        "semantic": run("semantic", typed, False),
-        "bm25": run("bm25", typed, False),
-        "fuzzy": run("fuzzy", typed, False),
-        "hybrid": run("hybrid", typed, False),
-        "hybrid+typos": run("hybrid", typos, True),
-        "hybrid+filter": lambda i: searcher.search(
-            collection, typed[i], strategy="hybrid", top_k=10, filters={"shard": 3}
-        ),
-        # The former default depth of each hybrid leg (2 · top_k), as a baseline in the run.
-        "hybrid@20": lambda i: searcher.search(
-            collection, typed[i], strategy="hybrid", top_k=10, candidates=20
-        ),
-    }
-
-
-def one_client(
-    dsn: str, schema: str, name: str, picks: list[int], strategies: tuple[str, ...], out: Any
-) -> None:
-    """Run in a fresh process: every strategy, one query at a time (times in ms per query)."""
-    before = rss_mib()
-    store = PostgresStore(dsn, schema=schema, create_schema=False)
-    collection = store.get_collection(name)
-    typed = queries()
-    rng = random.Random(14)
-    typos = [with_typo(q, rng) for q in typed]
-    run = searches(CollectionSearcher(store, FakeEmbedder(DIMENSIONS)), collection, typed, typos)
-    for strategy in strategies:  # warm-up: connections, plans, caches
-        for i in picks[:20]:
-            run[strategy](i)
-    times: dict[str, list[float]] = {s: [] for s in strategies}
-    # Strategies interleaved per query, so machine drift hits them alike.
-    for i in picks:
-        for strategy in strategies:
-            started = time.perf_counter()
-            run[strategy](i)
-            times[strategy].append((time.perf_counter() - started) * 1000)
-    out.put({"times": times, "rss_start": before, "rss_end": rss_mib()})
-    store.close()
-
-
-def loaded_client(dsn: str, schema: str, name: str, picks: list[int], start: Any, out: Any) -> None:
-    """Run in a fresh process: hybrid over ``picks`` once every client is ready."""
-    store = PostgresStore(dsn, schema=schema, create_schema=False)
-    collection = store.get_collection(name)
-    typed = queries()
-    searcher = CollectionSearcher(store, FakeEmbedder(DIMENSIONS))
-    for i in picks[:10]:
-        searcher.search(collection, typed[i], strategy="hybrid", top_k=10)
-    start.wait()
-    times = []
-    for i in picks:
-        started = time.perf_counter()
-        searcher.search(collection, typed[i], strategy="hybrid", top_k=10)
-        times.append((time.perf_counter() - started) * 1000)
-    out.put(times)
-    store.close()
-
-
-def concurrent(dsn: str, schema: str, name: str, picks: list[int], clients: int) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(clients)
-    out = context.Queue()
-    shards = [picks[c::clients] for c in range(clients)]
-    processes = [
-        context.Process(target=loaded_client, args=(dsn, schema, name, shard, start, out))
-        for shard in shards
-    ]
-    started = time.perf_counter()
-    for process in processes:
-        process.start()
-    times = [t for _ in processes for t in out.get()]
-    for process in processes:
-        process.join()
-    wall = time.perf_counter() - started
-    return {"quantiles": quantiles(times), "count": len(times), "wall_s": wall}
 
 
 def llama_index(chunks: int, picks: list[int], typed: list[str]) -> dict[str, Any]:
@@ -403,8 +140,7 @@ def main() -> None:
     schema = args.schema or f"bench_{uuid.uuid4().hex[:8]}"
     store = PostgresStore(dsn, schema=schema)  # creates or migrates the tables
     typed = queries()
-    rng = random.Random(14)
-    typos = [with_typo(q, rng) for q in typed]
+    typos = with_typos(typed)
     count = len(typed) if args.queries <= 0 else min(args.queries, len(typed))
     # An even spread over both sets when fewer than all are asked for.
     picks = sorted({round(j * (len(typed) - 1) / max(count - 1, 1)) for j in range(count)})
@@ -415,7 +151,7 @@ def main() -> None:
         f"max {max(words)}; analyzer terms median {statistics.median(lengths)}, max {max(lengths)}"
     )
     try:
-        collection = loaded(store, args.chunks)
+        collection = kept_collection(store, collection_name(args.chunks), args.chunks)
         if collection is None:
             collection, seconds, build = load(store, dsn, args.chunks)
             print(

@@ -39,7 +39,9 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from bench.real_query import DIMENSIONS, collection_name, load, quantiles, queries
+from bench.measure import quantiles
+from bench.real_corpus import collection_name, load, queries
+from bench.store_schema import DIMENSIONS
 from rag_plugin.engine import CollectionSearcher
 from rag_plugin.stores.base import ChunkInput, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore, ReplicaSet

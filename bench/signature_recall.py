@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.store_query import drop_schema
+from bench.store_schema import drop_schema
 from portal.embedded_db import database_url
 from rag_plugin.filters import filters_from_json
 from rag_plugin.stores.base import ChunkInput, DocumentInput

@@ -32,258 +32,34 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import psycopg
 from psycopg import sql
 
+from bench.measure import rss_mib, timed
 from bench.stock_llama import query_bundle, stock_retrievers
+from bench.store_schema import (
+    DIMENSIONS,
+    build_index,
+    drop_schema,
+    drop_vector_index,
+    kept_collection,
+)
+from bench.synthetic_corpus import ANALYZERS, batches, queries
 from portal.embedded_db import database_url
 from rag_plugin.embedding.base import Embedder
 from rag_plugin.engine import CollectionSearcher
-from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.stores.base import ChunkInput, CollectionInfo, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
-from rag_plugin.stores.postgres.schema import ensure_vector_index, vector_index_name
-from rag_plugin.vectors import DistanceMetric
 
-DIMENSIONS = 384
-VOCABULARY_SIZE = 20_000
-CLUSTERS = 200
 CHUNKS_PER_DOCUMENT = 10
-
-
-ANALYZERS = ("seed", "english")
-
-HEAD = 100
-"""The most frequent words: stopwords in the English corpus, left out of natural queries."""
-
-STOPWORDS = [
-    "the",
-    "of",
-    "and",
-    "to",
-    "in",
-    "is",
-    "was",
-    "it",
-    "for",
-    "that",
-    "with",
-    "as",
-    "on",
-    "by",
-    "at",
-    "from",
-    "he",
-    "his",
-    "an",
-    "be",
-    "this",
-    "are",
-    "or",
-    "had",
-    "not",
-    "but",
-    "which",
-    "have",
-    "one",
-    "they",
-    "you",
-    "were",
-    "her",
-    "all",
-    "she",
-    "there",
-    "would",
-    "their",
-    "we",
-    "him",
-    "been",
-    "has",
-    "when",
-    "who",
-    "will",
-    "more",
-    "no",
-    "if",
-    "out",
-    "so",
-    "said",
-    "what",
-    "up",
-    "its",
-    "about",
-    "into",
-    "than",
-    "them",
-    "can",
-    "only",
-    "other",
-    "new",
-    "some",
-    "could",
-    "time",
-    "these",
-    "two",
-    "may",
-    "then",
-    "do",
-    "first",
-    "any",
-    "my",
-    "now",
-    "such",
-    "like",
-    "our",
-    "over",
-    "man",
-    "me",
-    "even",
-    "most",
-    "made",
-    "after",
-    "also",
-    "did",
-    "many",
-    "before",
-    "must",
-    "through",
-    "back",
-    "years",
-    "where",
-    "much",
-    "your",
-    "way",
-    "well",
-    "down",
-    "should",
-    "because",
-    "each",
-    "just",
-    "those",
-    "people",
-]
-
-
-def vocabulary() -> list[str]:
-    rng = np.random.default_rng(11)
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    words: set[str] = set()
-    while len(words) < VOCABULARY_SIZE:
-        words.add("".join(rng.choice(letters, size=int(rng.integers(3, 10)))))
-    return sorted(words)
-
-
-WORDS = vocabulary()
-# The same corpus with real stopwords at the head, for a stemming analyzer to drop.
-_TAIL = [w for w in WORDS if w not in STOPWORDS]  # a few random words are real stopwords
-ENGLISH_WORDS = STOPWORDS[:HEAD] + _TAIL[len(_TAIL) - (VOCABULARY_SIZE - HEAD) :]
-ZIPF = 1.0 / np.arange(1, VOCABULARY_SIZE + 1)
-ZIPF /= ZIPF.sum()
-
-
-def centroids() -> np.ndarray[Any, Any]:
-    rng = np.random.default_rng(5)
-    c = rng.normal(size=(CLUSTERS, DIMENSIONS))
-    normalised: np.ndarray[Any, Any] = c / np.linalg.norm(c, axis=1, keepdims=True)
-    return normalised
-
-
-CENTROIDS = centroids()
-
-
-def vectors(rng: np.random.Generator, count: int) -> np.ndarray[Any, Any]:
-    picks = CENTROIDS[rng.integers(0, CLUSTERS, size=count)]
-    v = picks + rng.normal(scale=0.6 / np.sqrt(DIMENSIONS) * 3, size=(count, DIMENSIONS))
-    normalised: np.ndarray[Any, Any] = v / np.linalg.norm(v, axis=1, keepdims=True)
-    return normalised
-
-
-def words_for(analyzer: str) -> list[str]:
-    return WORDS if analyzer == "seed" else ENGLISH_WORDS
-
-
-def texts(rng: np.random.Generator, count: int, words: list[str]) -> list[str]:
-    lengths = rng.integers(20, 60, size=count)
-    ids = rng.choice(VOCABULARY_SIZE, size=int(lengths.sum()), p=ZIPF)
-    out, start = [], 0
-    for length in lengths:
-        out.append(" ".join(words[i] for i in ids[start : start + length]))
-        start += length
-    return out
-
-
-def batches(size: int, analyzer: str) -> Iterator[tuple[list[str], np.ndarray[Any, Any]]]:
-    """The corpus in batches of documents, regenerated identically from the seed.
-
-    Each analyzer's corpus has vectors of its own: collections of one schema share an HNSW
-    index, and exact duplicate vectors across collections would degrade its recall.
-    """
-    rng = np.random.default_rng(size if analyzer == "seed" else [size, ANALYZERS.index(analyzer)])
-    step = 1000
-    for _ in range(0, size, step):
-        yield texts(rng, step, words_for(analyzer)), vectors(rng, step)
-
-
-def queries(count: int, mix: str, analyzer: str) -> tuple[list[str], np.ndarray[Any, Any]]:
-    rng = np.random.default_rng(99)
-    words = words_for(analyzer)
-    if mix == "zipf":
-        picks = [
-            rng.choice(VOCABULARY_SIZE, size=int(rng.integers(2, 4)), p=ZIPF) for _ in range(count)
-        ]
-    else:
-        tail = ZIPF[HEAD:] / ZIPF[HEAD:].sum()
-        picks = [
-            HEAD + rng.choice(VOCABULARY_SIZE - HEAD, size=int(rng.integers(2, 6)), p=tail)
-            for _ in range(count)
-        ]
-    return [" ".join(words[i] for i in pick) for pick in picks], vectors(rng, count)
-
-
-def percentiles(samples: Sequence[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
-
-
-def timed(run: Callable[[int], object], count: int) -> tuple[float, float]:
-    samples = []
-    for i in range(count):
-        started = time.perf_counter()
-        run(i)
-        samples.append((time.perf_counter() - started) * 1000)
-    return percentiles(samples)
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def collection_name(size: int, analyzer: str) -> str:
     return f"bench_{size}" if analyzer == "seed" else f"bench_{size}_{analyzer}"
-
-
-def loaded(store: PostgresStore, size: int, analyzer: str) -> CollectionInfo | None:
-    """The collection a kept schema already holds at this size, or None (dropped if partial)."""
-    name = collection_name(size, analyzer)
-    try:
-        found = store.get_collection(name)
-    except CollectionNotFoundError:
-        return None
-    if found.chunk_count == size:
-        return found
-    store.delete_collection(name)  # an interrupted load
-    return None
 
 
 def load(
@@ -296,14 +72,7 @@ def load(
         analyzer=analyzer,
     )
     if bulk:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP INDEX IF EXISTS {}").format(
-                    sql.Identifier(
-                        store.schema, vector_index_name(DIMENSIONS, DistanceMetric.COSINE)
-                    )
-                )
-            )
+        drop_vector_index(store, dsn)
     spent = 0.0
     number = 0
     for chunk_texts, chunk_vectors in batches(size, analyzer):
@@ -343,29 +112,6 @@ def index_share(dsn: str, schema: str, collection: CollectionInfo) -> str:
         ).fetchone()
     collections, vectors = found if found else (0, 0)
     return f"HNSW index: {vectors:,} vectors of {collections} collection(s) in schema {schema}"
-
-
-def drop_schema(dsn: str, schema: str) -> None:
-    """Drop a bench's own schema with everything in it (not one kept with ``--schema``)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
-
-def build_index(store: PostgresStore, dsn: str) -> float:
-    started = time.perf_counter()
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute("SET max_parallel_maintenance_workers = 1")
-        ensure_vector_index(
-            conn,
-            store.schema,
-            DIMENSIONS,
-            DistanceMetric.COSINE,
-            m=store.hnsw_m,
-            ef_construction=store.hnsw_ef_construction,
-        )
-        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(store.schema, "rag_chunks")))
-    return time.perf_counter() - started
 
 
 class PrecomputedEmbedder(Embedder):
@@ -473,7 +219,7 @@ def main() -> None:
     try:
         for size in args.sizes:
             bulk = size == max(args.sizes) and size > 10_000
-            collection = loaded(store, size, args.analyzer)
+            collection = kept_collection(store, collection_name(size, args.analyzer), size)
             if collection is None:
                 collection, seconds = load(store, dsn, size, bulk, args.analyzer)
                 build = build_index(store, dsn) if bulk else 0.0
