@@ -270,13 +270,18 @@ class JobRun:
         if stage == self._stage and now - self._told_at < PROGRESS_EVERY_S and done < total:
             return
         self._stage, self._told_at = stage, now
-        updated = self._mine().update(
-            stage=stage, progress_done=done, progress_total=total, updated_at=timezone.now()
-        )
-        if not updated:
-            raise RunLost
-        if IngestJob.objects.filter(id=self.job.id, cancel_requested=True).exists():
-            raise JobCancelled
+        # One statement in the usual case: the row is written while this run holds it and
+        # nobody asked to cancel. Otherwise a second one writes it if this run still holds it
+        # (a cancelled job shows where it stopped) and says which of the two it was.
+        fields = {
+            "stage": stage,
+            "progress_done": done,
+            "progress_total": total,
+            "updated_at": timezone.now(),
+        }
+        if self._mine().filter(cancel_requested=False).update(**fields):
+            return
+        raise JobCancelled if self._mine().update(**fields) else RunLost
 
     def end(self, state: str, **fields: Any) -> bool:
         """Move the job to an ended state, if this run still holds it (and count it)."""

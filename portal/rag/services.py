@@ -149,23 +149,26 @@ def documents_ingest(
 def _audit_ingest(
     user: AbstractBaseUser, collection: str, shared: bool, results: Sequence[IngestResult]
 ) -> None:
-    """One audit event per document written (an unchanged one was not)."""
-    for result in results:
-        if not result.unchanged:
-            document = result.document
-            audit.record(
+    """One audit event per document written (an unchanged one was not), in one statement."""
+    audit.record_all(
+        [
+            audit.new_event(
                 "document.ingest",
                 actor=user,
                 object_type="document",
-                object_id=document.id,
+                object_id=result.document.id,
                 after={
                     "collection": collection,
                     "shared": shared,
-                    "source": document.source,
-                    "title": document.title,
+                    "source": result.document.source,
+                    "title": result.document.title,
                     "chunks": len(result.chunks),
                 },
             )
+            for result in results
+            if not result.unchanged
+        ]
+    )
 
 
 def _log_ingest(
