@@ -281,6 +281,9 @@ RAG_JOBS = {
     # and its jobs run again elsewhere.
     "HEARTBEAT_S": float(os.environ.get("RAG_JOB_HEARTBEAT_S", "5")),
     "STALLED_AFTER_S": float(os.environ.get("RAG_JOB_STALLED_AFTER_S", "30")),
+    # An idle worker asks the queue for a job this often besides being woken when one is
+    # submitted or its collection's previous job ends (PostgreSQL notifications).
+    "POLL_S": float(os.environ.get("RAG_JOB_POLL_S", "2")),
 }
 # Uploaded files (SPEC F1-F3; portal/api/files.py, parsed by the jobs in a child process).
 RAG_FILES = {

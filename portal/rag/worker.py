@@ -127,7 +127,7 @@ async def serve(*, concurrency: int, burst: bool = False) -> None:
                 update_heartbeat_interval=heartbeat,
                 stalled_worker_timeout=stalled_after,
                 listen_notify=True,
-                fetch_job_polling_interval=2.0,
+                fetch_job_polling_interval=_setting("POLL_S"),
             )
             try:
                 async with worker_app.open_async():

@@ -1,10 +1,12 @@
 """The worker process keeps itself registered: a worker whose heartbeat row disappeared
 (pruned by another worker that took it for dead) stops and starts again instead of running
-jobs that the others would run a second time."""
+jobs that the others would run a second time. A job waiting behind its collection's lock
+starts as soon as the lock frees, not at the next poll."""
 
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import psycopg
 
@@ -54,3 +56,41 @@ def test_a_worker_whose_registration_is_pruned_starts_again_and_runs_jobs(
                 },
             ).json()["job_id"]
             wait_for(lambda: api.get(f"/api/rag/jobs/{job_id}").json()["state"] == "succeeded")
+
+
+def test_a_job_waiting_behind_its_collections_lock_starts_when_the_lock_frees(
+    portal_server: PortalServer,
+) -> None:
+    """Two jobs of one collection share a queue lock. A worker with two slots takes the first
+    and finds the second locked, then sleeps until a job is submitted or its poll (30 s
+    here): the trigger of tenants migration 0014 wakes it when the first job ends."""
+    source = portal_server.new_source()
+    env = {**portal_server.env, "RAG_JOB_POLL_S": "30"}
+    with portal_server.api(ACME, "alice") as api:
+        ids = [
+            api.post(
+                "/api/rag/ingest",
+                json={
+                    "collection": source,
+                    "content": f"Job {n} of a collection's two queued jobs. " * 5,
+                    "source": f"job-{n}.md",
+                    "async": True,
+                },
+            ).json()["job_id"]
+            for n in (1, 2)
+        ]
+        with launch.worker(env, LOGS / "worker-test-lock.log", concurrency=2):
+            jobs = {}
+            for job_id in ids:
+                wait_for(
+                    lambda job_id=job_id: (
+                        api.get(f"/api/rag/jobs/{job_id}").json()["state"] == "succeeded"
+                    ),
+                    timeout=25,  # under the poll: only the wake-up can end the second in time
+                )
+                jobs[job_id] = api.get(f"/api/rag/jobs/{job_id}").json()
+    first, second = (jobs[job_id] for job_id in ids)
+    waited = datetime.fromisoformat(second["started_at"]) - datetime.fromisoformat(
+        first["finished_at"]
+    )
+    assert waited.total_seconds() < 5
