@@ -65,11 +65,12 @@ USERS = ("alice", "bob")
 ADMIN = "admin"
 POLL_S = 0.5
 NEW_WORDS = "new_words"
-REPORT_KEYS: dict[int | str, str] = {
-    NEW_WORDS: "jobs_1_worker_new_words",
-    1: "jobs_1_worker",
-    2: "jobs_2_workers",
+REPORT_ROWS: dict[int | str, tuple[str, str]] = {
+    NEW_WORDS: ("jobs_1_worker_new_words", "1 worker, new words"),
+    1: ("jobs_1_worker", "jobs, 1 worker"),
+    2: ("jobs_2_workers", "jobs, 2 workers"),
 }
+"""Each measurement's key in the report and its line in the table."""
 SIZES = {"1 KB": 1024, "100 KB": 100 * 1024, "1 MB": 1024 * 1024}
 LOGS = PROJECT_ROOT / ".bench-cache"
 
@@ -142,7 +143,7 @@ def run(
             str(workers): worker_env({}, workers).get("RAG_EMBEDDING_THREADS", "0")
             for workers in (1, 2)
         },
-        **{REPORT_KEYS[key]: summary(runs, chunk_count) for key, runs in passes.items() if runs},
+        **{REPORT_ROWS[key][0]: summary(runs, chunk_count) for key, runs in passes.items() if runs},
         "submit_latency_ms": latency,
     }
 
@@ -354,12 +355,8 @@ def table(report: dict[str, Any]) -> str:
         f"{'bare model':22} {bare['s']:8.2f} {bare['chunks_per_s']:9.1f} {'':8} {'':9} "
         f"   passes: {', '.join(f'{s:.2f}' for s in bare['passes_s'])}"
     )
-    for key, name in (
-        ("jobs_1_worker_new_words", "1 worker, new words"),
-        ("jobs_1_worker", "jobs, 1 worker"),
-        ("jobs_2_workers", "jobs, 2 workers"),
-    ):
-        if key not in report:
+    for key, name in REPORT_ROWS.values():
+        if key not in report:  # one round has no steady-state measurement of one worker
             continue
         row = report[key]
         lines.append(
