@@ -193,6 +193,7 @@ def _log_ingest(
             **counts,
             "embedded_texts": embedder.stats.texts_embedded,
             "cache_hits": embedder.stats.cache_hits,
+            "model_ms": round(embedder.stats.model_seconds * 1000, 1),  # of duration_ms
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )

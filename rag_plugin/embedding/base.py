@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_plugin.embedding.cache import EmbeddingCache
 from rag_plugin.embedding.dedup import DedupPlan, normalize_for_dedup
@@ -35,7 +36,8 @@ class EmbedderStats:
     ``calls`` counts :meth:`Embedder.embed` calls (``embed_query`` included),
     ``texts_requested`` the texts callers passed, ``texts_embedded`` the texts sent to the
     model, ``cache_hits`` the distinct texts served from the cache and ``batches`` the calls
-    of the backend hook.
+    of the backend hook. ``model_seconds`` is the wall time spent in those calls (what the
+    model cost, against what the work around it did); a timing, so not compared.
     """
 
     calls: int = 0
@@ -43,6 +45,7 @@ class EmbedderStats:
     texts_embedded: int = 0
     cache_hits: int = 0
     batches: int = 0
+    model_seconds: float = field(default=0.0, compare=False)
 
 
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -215,6 +218,7 @@ class Embedder(ABC):
     def _embed_checked(
         self, model: str, hook: Callable[[list[str]], list[list[float]]], batch: list[str]
     ) -> list[list[float]]:
+        started = time.perf_counter()
         try:
             raw = hook(batch)
         except RagError:
@@ -223,6 +227,10 @@ class Embedder(ABC):
             raise EmbeddingError(
                 f"Embedding model {model} failed on a batch of {len(batch)} texts: {exc}"
             ) from exc
+        finally:
+            elapsed = time.perf_counter() - started
+            with self._stats_lock:
+                self._stats.model_seconds += elapsed
         if len(raw) != len(batch):
             raise EmbeddingError(
                 f"Embedding model {model} returned {len(raw)} vectors for {len(batch)} texts."

@@ -161,3 +161,5 @@ def test_a_batch_writes_one_structured_log_line(portal_server: PortalServer, sou
     # Every chunk is distinct: embedded now or found in the tenant's cache (earlier tests).
     assert event["embedded_texts"] + event["cache_hits"] == event["chunks"]
     assert event["duration_ms"] > 0
+    # The model's share of it (the fake embedder's is all but nothing, never more).
+    assert 0 <= event["model_ms"] <= event["duration_ms"]

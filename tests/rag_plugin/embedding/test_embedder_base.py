@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -370,3 +371,21 @@ def test_an_exception_from_progress_stops_embedding_and_keeps_finished_batches()
         embedder.embed(["one", "two", "three"], progress=stop_after_first)
     assert len(embedder.batches) == 1  # the model saw one batch, not three
     assert len(cache.get_many(embedder.model_name, [content_hash_hex("one")])) == 1
+
+
+def test_model_seconds_count_the_backend_calls_only() -> None:
+    def slow(text: str) -> Sequence[float]:
+        time.sleep(0.02)
+        return [1.0, 0.0]
+
+    embedder = ScriptedEmbedder(slow, cache=InMemoryEmbeddingCache(), batch_size=1)
+
+    embedder.embed(["a", "b"])
+    after_model = embedder.stats.model_seconds
+    embedder.embed(["a", "b"])  # from the cache: the model is not called
+
+    assert 0.04 <= after_model < 1.0
+    assert embedder.stats.model_seconds == after_model
+    assert embedder.stats == EmbedderStats(  # a timing, not compared with the counters
+        calls=2, texts_requested=4, texts_embedded=2, cache_hits=2, batches=2
+    )
