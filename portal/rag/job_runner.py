@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
-from django.db.models import F
+from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_tenants.utils import schema_context
@@ -103,7 +103,11 @@ def run_job(job_id: uuid.UUID, *, queue_job_id: int) -> None:
         state=IngestJob.State.RUNNING,
         run_token=token,
         attempts=F("attempts") + 1,
-        stage=IngestJob.Stage.PARSING,
+        # A file is parsed first; a text job's first stage is embedding.
+        stage=Case(
+            When(kind=IngestJob.Kind.FILE, then=Value(IngestJob.Stage.PARSING)),
+            default=Value(IngestJob.Stage.EMBEDDING),
+        ),
         progress_done=0,
         progress_total=0,
         started_at=Coalesce(F("started_at"), timezone.now()),
@@ -114,7 +118,7 @@ def run_job(job_id: uuid.UUID, *, queue_job_id: int) -> None:
         return
     job = IngestJob.objects.select_related("user", "file").get(id=job_id)
     _log("rag.job_started", job_id, attempt=job.attempts, queue_job=queue_job_id)
-    run = JobRun(job, token)
+    run = JobRun(job, token, _told_at=time.monotonic(), _stage=job.stage)  # the claim told
     if job.cancel_requested:
         run.end(IngestJob.State.CANCELLED)
         return
@@ -264,10 +268,12 @@ class JobRun:
         )
 
     def progress(self, stage: str, done: int, total: int) -> None:
-        """Record the stage and progress (throttled) and stop if the job was cancelled or
-        taken from this run. Entering ``writing`` always checks: it is the last way out."""
+        """Record the stage and progress, at every change of stage and otherwise at most
+        every :data:`PROGRESS_EVERY_S`, and stop if the job was cancelled or taken from this
+        run. Entering ``writing`` always checks: it is the last way out. (The last count of a
+        stage may go unwritten: the next stage follows at once.)"""
         now = time.monotonic()
-        if stage == self._stage and now - self._told_at < PROGRESS_EVERY_S and done < total:
+        if stage == self._stage and now - self._told_at < PROGRESS_EVERY_S:
             return
         self._stage, self._told_at = stage, now
         # One statement in the usual case: the row is written while this run holds it and
