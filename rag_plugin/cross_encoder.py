@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_plugin.exceptions import ModelLoadError
+from rag_plugin.onnx_sessions import sessions_that_yield_the_cores
 
 __all__ = ["CrossEncoderLoader", "CrossEncoderModel", "load_cross_encoder"]
 
@@ -97,7 +98,8 @@ def _load(
         )
         kwargs = {"cache_dir": str(cache), "local_files_only": True}
     try:
-        model: CrossEncoderModel = TextCrossEncoder(model_name, **kwargs)
+        with sessions_that_yield_the_cores():
+            model: CrossEncoderModel = TextCrossEncoder(model_name, **kwargs)
     except Exception as exc:  # onnxruntime, tokenizers and the hub raise many unrelated types
         raise ModelLoadError(
             f"Cross-encoder '{model_name}' could not be loaded offline from {folder} or "

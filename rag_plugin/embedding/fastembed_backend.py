@@ -30,6 +30,7 @@ from rag_plugin.embedding.model_files import (
     models_root,
 )
 from rag_plugin.exceptions import ModelLoadError
+from rag_plugin.onnx_sessions import sessions_that_yield_the_cores
 
 __all__ = [
     "BUNDLED_MODEL",
@@ -289,7 +290,8 @@ def _load_folder(fastembed: Any, name: str, local: LocalModelSpec, threads: int 
 
 def _construct(text_embedding: Any, name: str, **kwargs: Any) -> Any:
     try:
-        return text_embedding(name, **kwargs)
+        with sessions_that_yield_the_cores():
+            return text_embedding(name, **kwargs)
     except Exception as exc:  # onnxruntime and tokenizers raise many unrelated types
         raise ModelLoadError(f"fastembed failed to load it: {exc}") from exc
 
