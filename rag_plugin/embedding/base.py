@@ -13,6 +13,7 @@ models embed two special tokens) and chunking never produces them.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -27,6 +28,11 @@ from rag_plugin.vectors import normalize_embedding, validate_embedding
 __all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderStats", "length_batches"]
 
 DEFAULT_BATCH_SIZE = 32
+CACHE_PUT_EVERY_S = 1.0
+"""New vectors go to the cache in one write per this much model time (and at the end), not
+one per batch: what a process killed mid-call loses, against a cache write per batch."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -169,21 +175,31 @@ class Embedder(ABC):
         done = hits
         if progress is not None:
             progress(done, len(unique))
-        for positions in length_batches(lengths, self.batch_size):
-            slots = [missing[position] for position in positions]
-            batch = [normalize_for_dedup(items[plan.unique_indices[slot]]) for slot in slots]
-            fresh = self._embed_checked(model, hook, batch)
-            batches += 1
-            for slot, vector in zip(slots, fresh, strict=True):
-                unique[slot] = vector
-            # Stored per batch, so work already done survives a failure in a later batch.
-            if self.cache is not None:
-                self.cache.put_many(
-                    model, {plan.hashes[s]: v for s, v in zip(slots, fresh, strict=True)}
-                )
-            done += len(slots)
-            if progress is not None:
-                progress(done, len(unique))
+        # New vectors reach the cache at least every CACHE_PUT_EVERY_S and at the end, and
+        # when a later batch (or ``progress``) fails, so no finished batch is embedded again.
+        pending: dict[str, list[float]] = {}
+        put_at = time.perf_counter()
+        try:
+            for positions in length_batches(lengths, self.batch_size):
+                slots = [missing[position] for position in positions]
+                batch = [normalize_for_dedup(items[plan.unique_indices[slot]]) for slot in slots]
+                fresh = self._embed_checked(model, hook, batch)
+                batches += 1
+                for slot, vector in zip(slots, fresh, strict=True):
+                    unique[slot] = vector
+                    pending[plan.hashes[slot]] = vector
+                if time.perf_counter() - put_at >= CACHE_PUT_EVERY_S:
+                    pending, put_at = self._put(model, pending), time.perf_counter()
+                done += len(slots)
+                if progress is not None:
+                    progress(done, len(unique))
+        except BaseException:
+            try:
+                self._put(model, pending)
+            except Exception:  # the caller gets the error that stopped the work
+                logger.warning("could not cache the vectors of finished batches", exc_info=True)
+            raise
+        self._put(model, pending)
         self._count(
             calls=1,
             texts_requested=len(items),
@@ -194,6 +210,12 @@ class Embedder(ABC):
         vectors = [vector for vector in unique if vector is not None]
         # Copies, so a caller editing one duplicate's vector does not change the other's.
         return [list(vector) for vector in plan.fan_out(vectors)]
+
+    def _put(self, model: str, vectors: dict[str, list[float]]) -> dict[str, list[float]]:
+        """Store ``vectors`` in the cache, if any; return an empty dict for the next ones."""
+        if self.cache is not None and vectors:
+            self.cache.put_many(model, vectors)
+        return {}
 
     def _cached_vectors(self, model: str, hashes: Sequence[str]) -> list[list[float] | None]:
         if self.cache is None:
