@@ -227,6 +227,7 @@ def main() -> None:
         return
     if args.jobs:
         from bench import ingest_jobs  # it imports this module
+        from bench.ingest_jobs_report import table
 
         report = ingest_jobs.run(
             documents,
@@ -236,7 +237,7 @@ def main() -> None:
             submits=args.submits,
             concurrency=args.concurrency,
         )
-        print(json.dumps(report, indent=2) if args.json else ingest_jobs.table(report))
+        print(json.dumps(report, indent=2) if args.json else table(report))
         return
     calls = model_batches(documents, chunker, args.batch)
     bare_model_seconds([["warm up the model"]])  # loads it; not timed
