@@ -29,8 +29,8 @@ __all__ = ["DEFAULT_BATCH_SIZE", "Embedder", "EmbedderStats", "length_batches"]
 
 DEFAULT_BATCH_SIZE = 32
 CACHE_PUT_EVERY_S = 1.0
-"""New vectors go to the cache in one write per this much model time (and at the end), not
-one per batch: what a process killed mid-call loses, against a cache write per batch."""
+"""New vectors go to the cache in one write per this many seconds of a call (and at its end),
+not one per batch: what a process killed mid-call loses, against a cache write per batch."""
 
 logger = logging.getLogger(__name__)
 
