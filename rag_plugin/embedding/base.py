@@ -189,7 +189,8 @@ class Embedder(ABC):
                     unique[slot] = vector
                     pending[plan.hashes[slot]] = vector
                 if time.perf_counter() - put_at >= CACHE_PUT_EVERY_S:
-                    pending, put_at = self._put(model, pending), time.perf_counter()
+                    self._put(model, pending)
+                    pending, put_at = {}, time.perf_counter()
                 done += len(slots)
                 if progress is not None:
                     progress(done, len(unique))
@@ -211,11 +212,10 @@ class Embedder(ABC):
         # Copies, so a caller editing one duplicate's vector does not change the other's.
         return [list(vector) for vector in plan.fan_out(vectors)]
 
-    def _put(self, model: str, vectors: dict[str, list[float]]) -> dict[str, list[float]]:
-        """Store ``vectors`` in the cache, if any; return an empty dict for the next ones."""
+    def _put(self, model: str, vectors: dict[str, list[float]]) -> None:
+        """Store ``vectors`` in the cache, if there is one and they are any."""
         if self.cache is not None and vectors:
             self.cache.put_many(model, vectors)
-        return {}
 
     def _cached_vectors(self, model: str, hashes: Sequence[str]) -> list[list[float] | None]:
         if self.cache is None:
