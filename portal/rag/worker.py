@@ -13,11 +13,14 @@ library leaves to its user:
   held runs again).
 
 The embedding model is loaded once per process, before the first job, so no job pays for it.
+Then what the process has built so far (Django, the model, their imports: about 220,000
+objects) is moved out of the garbage collector's sight (:func:`settle_heap`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 from typing import Any
@@ -47,6 +50,18 @@ def warm_up() -> None:
     from portal.rag.runtime import warm_embedder
 
     warm_embedder()
+
+
+def settle_heap() -> None:
+    """Collect what start-up left unreachable, then freeze the rest (``gc.freeze``): it lives
+    as long as the process, so a full collection need not walk it.
+
+    Without this, a full collection walked about 220,000 objects and stopped the worker for
+    about 100 ms, once every 30 or so jobs of 10 documents (measured with a ``gc`` callback);
+    after it, none happened in those 30 jobs. Objects made later are collected as before.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 async def sweep_stalled(interval: float) -> None:
@@ -163,4 +178,5 @@ async def _run_guarded(worker: Worker, heartbeat: float, stalled_after: float) -
 def run(*, concurrency: int, burst: bool = False, **_: Any) -> None:
     """Load the model, then serve jobs (the management command's body)."""
     warm_up()
+    settle_heap()
     asyncio.run(serve(concurrency=concurrency, burst=burst))
