@@ -18,7 +18,13 @@ import httpx
 
 from bench.files_fidelity import Reference, chunk_pages
 from bench.files_make import MadeFile
-from bench.ingest import HOST, PASSWORD, bare_model_seconds, model_batches, served
+from bench.ingest import (
+    HOST,
+    PASSWORD,
+    model_batches,
+    served,
+    warm_bare_model,
+)
 from bench.ingest_jobs import LOGS, POLL_S, model_pass, wait_registered
 from portal import launch
 from rag_plugin.chunking import TextChunker, api_chunker_config
@@ -72,7 +78,7 @@ def job(made: MadeFile, warm: MadeFile) -> dict[str, Any]:
     chunker = TextChunker(api_chunker_config())
     expected_chunks = len(chunker.chunk(document.text))
     calls = model_batches([{"content": document.text}], chunker, 0)
-    bare_model_seconds([["warm up the model"]])  # loads it; not timed
+    warm_bare_model()
     with (
         launch.scratch_database("bench_files") as url,
         served(url) as (port, env),

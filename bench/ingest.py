@@ -53,7 +53,7 @@ from rag_plugin.chunking import TextChunker, api_chunker_config
 from rag_plugin.embedding import BUNDLED_MODEL
 from rag_plugin.embedding.base import length_batches
 from rag_plugin.embedding.dedup import normalize_for_dedup
-from rag_plugin.embedding.fastembed_backend import CPU_BATCH_SIZE, load_model
+from rag_plugin.embedding.fastembed_backend import CPU_BATCH_SIZE, FastEmbedEmbedder, load_model
 from rag_plugin.stores.base import ChunkInput, DocumentInput
 from rag_plugin.stores.postgres import PostgresStore
 from rag_plugin.testing import FakeEmbedder
@@ -139,6 +139,12 @@ def model_batches(
         positions = length_batches([len(text) for text in texts], CPU_BATCH_SIZE)
         calls.append([[texts[position] for position in group] for group in positions])
     return calls
+
+
+def warm_bare_model() -> None:
+    """Load the bare model and run it at its largest input shape, as a worker does before its
+    first job (:meth:`FastEmbedEmbedder.warm_up`; the same loaded model, not timed)."""
+    FastEmbedEmbedder(BUNDLED_MODEL, fallback_model=None).warm_up()
 
 
 def bare_model_seconds(batches: list[list[str]]) -> float:
@@ -240,7 +246,7 @@ def main() -> None:
         print(json.dumps(report, indent=2) if args.json else table(report))
         return
     calls = model_batches(documents, chunker, args.batch)
-    bare_model_seconds([["warm up the model"]])  # loads it; not timed
+    warm_bare_model()
     with launch.scratch_database("bench_ingest") as url, portal(url) as client:
         # The worker loads the model on its first embedding; that is start-up, not ingest.
         client.post("/api/rag/ingest", json={"collection": SOURCE, "content": "warm up " * 10})

@@ -56,6 +56,7 @@ from bench.ingest import (
     model_batches,
     requests,
     served,
+    warm_bare_model,
 )
 from bench.ingest_jobs_report import NEW_WORDS, REPORT_ROWS, quantiles, summary
 from portal import launch
@@ -82,7 +83,7 @@ def run(
     """Measure the bare model and the jobs with 1 and 2 workers, ``rounds`` times, then the
     submit latency; return the report."""
     calls = model_batches(documents, chunker, batch)
-    bare_model_seconds([["warm up the model"]])  # loads it; not timed
+    warm_bare_model()
     with (
         launch.scratch_database("bench_ingest_jobs") as url,
         served(url) as (port, env),

@@ -274,10 +274,11 @@ def _new_embedder(embedding_cache: EmbeddingCache) -> Embedder:
 
 
 def warm_embedder() -> None:
-    """Load the deployment's embedding model now (a worker does, before its first job)."""
+    """Load the deployment's embedding model now and run it at its largest input shape (a
+    worker does, before its first job): see :meth:`FastEmbedEmbedder.warm_up`."""
     if _rag()["EMBEDDER"] == "fastembed":
         model = _fastembed_model(_rag()["EMBEDDING_MODEL"])
-        _ = FastEmbedEmbedder(model, fallback_model=None, threads=_embedding_threads()).dimensions
+        FastEmbedEmbedder(model, fallback_model=None, threads=_embedding_threads()).warm_up()
 
 
 def _embedding_threads() -> int | None:

@@ -12,7 +12,8 @@ library leaves to its user:
   waits and starts again with a new registration (its old one stops beating, so the job it
   held runs again).
 
-The embedding model is loaded once per process, before the first job, so no job pays for it.
+The embedding model is loaded once per process and run at its largest input shape before the
+first job, so no job pays for either.
 Then what the process has built so far (Django, the model, their imports: about 220,000
 objects) is moved out of the garbage collector's sight (:func:`settle_heap`).
 """
@@ -46,7 +47,7 @@ def _setting(name: str) -> float:
 
 
 def warm_up() -> None:
-    """Load the deployment's embedding model now, not in the first job."""
+    """Load the deployment's embedding model and take its memory now, not in the first jobs."""
     from portal.rag.runtime import warm_embedder
 
     warm_embedder()

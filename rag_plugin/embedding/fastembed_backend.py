@@ -163,6 +163,23 @@ class FastEmbedEmbedder(Embedder):
         """True when the configured model could not be loaded and the fallback serves."""
         return self._resolve().name != _recorded_name(self.configured_model)
 
+    def warm_up(self) -> None:
+        """Load the model and run it twice on a full batch of texts as long as it reads, so
+        that a process that embeds for long pays now what its first calls would.
+
+        ONNX Runtime plans and takes the memory of a run at a new, larger input shape over
+        its first two runs: with the bundled model a batch of 8 texts of 256 tokens took 38,000
+        and 34,000 minor page faults (60–90 ms of kernel time each) and none from the third
+        run on. An ingestion worker without this ran its first two jobs ~25 % slower than the
+        rest (bench/RESULTS.md §7 run L). The vectors are neither kept nor counted in
+        :attr:`stats`.
+        """
+        loaded = self._resolve()
+        for run in range(2):
+            # Distinct texts (a batch is never of one text repeated), each past any model's
+            # input length: the tokenizer cuts it there.
+            loaded.embed([f"{run} {n} " + "warm " * 1024 for n in range(self.batch_size)])
+
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         return self._resolve().embed(texts)
 

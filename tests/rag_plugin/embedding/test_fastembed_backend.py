@@ -7,9 +7,11 @@ they keep their texts few and short and share loads where the behaviour allows.
 from __future__ import annotations
 
 import math
+import resource
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -187,6 +189,32 @@ def test_two_threads_first_use_loads_the_model_once(tmp_path: Path) -> None:
     assert model_load_count(BUNDLED_MODEL) == before + 1
     assert results[0] == results[1]
     assert len(results[0]) == 384
+
+
+def _page_faults_of(call: Callable[[], object]) -> int:
+    """Minor page faults of this process (every thread, ONNX's included) during ``call``."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    call()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+@pytest.mark.model
+def test_warm_up_takes_the_memory_of_the_largest_runs_before_the_first_call(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # Each fresh models root is a model loaded on its own, never run on a long batch before.
+    long_batch = [f"{n} " + "a long text " * 200 for n in range(4)]  # cut at 256 tokens
+    cold = FastEmbedEmbedder(BUNDLED_MODEL, model_dir=tmp_path_factory.mktemp("a"), batch_size=4)
+    assert cold.dimensions == 384  # loaded, and run once on a short probe text
+    warmed = FastEmbedEmbedder(BUNDLED_MODEL, model_dir=tmp_path_factory.mktemp("b"), batch_size=4)
+    warmed.warm_up()
+
+    cold_faults = _page_faults_of(lambda: cold.embed(long_batch))
+    warm_faults = _page_faults_of(lambda: warmed.embed(long_batch))
+
+    assert cold_faults > 5_000  # what a first job would pay (~19,000 pages here)
+    assert warm_faults < cold_faults / 10
+    assert warmed.stats.texts_embedded == 4  # the warm-up's own texts are not counted
 
 
 @pytest.mark.model
