@@ -11,8 +11,10 @@ portal under gunicorn as :func:`bench.ingest.served` makes them. In one run:
   one name): two workers can then run two jobs side by side. Both measurements split the
   documents so; only the number of workers differs. Each has a fresh collection and an
   emptied embedding cache (``acme.rag_embedding_cache``: keyed by model and text hash, it
-  would otherwise serve the vectors of the measurement before). Its workers are started,
-  registered and warmed by a tiny job each before the clock starts; the clock runs from the
+  would otherwise serve the vectors of the measurement before). Its workers are started
+  (each runs its model at its largest input shape before registering, as deployed) and
+  registered, and each runs a tiny job through the queue before the clock starts (after the
+  first measurement its document is unchanged: it embeds nothing); the clock runs from the
   first submit to the last job's ``finished_at``. With two workers each has one embedding
   thread per two cores (``RAG_EMBEDDING_THREADS``, the README's production layout). The first
   measurement (one worker) is the tenant's first sight of the documents' words, which its
@@ -20,7 +22,8 @@ portal under gunicorn as :func:`bench.ingest.served` makes them. In one run:
   the others, with the words known, are the job path's steady state. The jobs' ends are
   polled in the tenant's job table (an index probe every 0.5 s: polling the API took CPU
   from the worker measured), then read through the API once.
-- **Bare model.** ``TextEmbedding.embed`` of the same loaded ONNX model, in this process and
+- **Bare model.** ``TextEmbedding.embed`` of the same loaded ONNX model, warmed as a worker
+  warms its own (:func:`bench.ingest.warm_bare_model`), in this process and
   with no worker running, embeds each job's distinct chunks in the calls the worker's embedder
   makes (``length_batches`` of ``CPU_BATCH_SIZE``): before the first measurement, between
   measurements and after the last, so each is bracketed by two model passes whose mean is its
