@@ -291,11 +291,14 @@ def _fastembed_model(configured: str) -> str:
     the bundled fallback when it is not available offline, decided once per process.
 
     A new embedder would otherwise retry the unavailable model, and log that it falls back,
-    on every request (~7 ms each, measured in the ingest bench).
+    on every request (~7 ms each, measured in the ingest bench). The model is loaded with the
+    deployment's threads, so the embedders use this very load (with ``RAG_EMBEDDING_THREADS``
+    set, a worker loaded a second, unused copy: ~100 MB and a second or two at start).
     """
     resolved = _models.get(configured)
     if resolved is None:
-        resolved = _models.setdefault(configured, FastEmbedEmbedder(configured or None).model_name)
+        probe = FastEmbedEmbedder(configured or None, threads=_embedding_threads())
+        resolved = _models.setdefault(configured, probe.model_name)
     return resolved
 
 

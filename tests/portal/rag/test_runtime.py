@@ -1,7 +1,8 @@
-"""The portal's shared runtime objects: the answering LLM's connections."""
+"""The portal's shared runtime objects: the answering LLM's connections, the embedding model."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -9,6 +10,8 @@ import pytest
 from django.conf import settings
 
 from portal.rag import runtime
+from rag_plugin.embedding.cache import InMemoryEmbeddingCache
+from rag_plugin.embedding.fastembed_backend import BUNDLED_MODEL, model_load_count
 from tests.conftest import LLM_REPLY
 from tests.rag_plugin.llama_index.fake_llm_server import FakeLLMServer
 
@@ -42,3 +45,22 @@ def test_a_stream_gets_the_connections_it_is_given(configured: FakeLLMServer) ->
         assert own is not runtime.llm()._http_client  # type: ignore[union-attr]
     assert isinstance(own, httpx.Client)
     assert own.is_closed
+
+
+@pytest.mark.model
+def test_a_worker_loads_and_warms_the_one_model_its_jobs_use(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A fresh models root: every load here is a new entry of the process's registry.
+    monkeypatch.setenv("RAG_MODEL_DIR", str(tmp_path))
+    monkeypatch.setattr(runtime, "_models", {})
+    rag = {**settings.RAG, "EMBEDDER": "fastembed", "EMBEDDING_MODEL": "", "EMBEDDING_THREADS": 1}
+    monkeypatch.setattr(settings, "RAG", rag)
+    before = model_load_count(BUNDLED_MODEL)
+
+    runtime.warm_embedder()  # the default model is not available offline: the bundled one
+    warmed = model_load_count(BUNDLED_MODEL) - before
+    runtime._new_embedder(InMemoryEmbeddingCache()).embed(["a job's text"])
+
+    assert warmed == 1  # the name's probe and the warm-up share one load
+    assert model_load_count(BUNDLED_MODEL) - before == 1  # and so does the jobs' embedder
