@@ -54,11 +54,11 @@ def test_a_worker_loads_and_warms_the_one_model_its_jobs_use(
     # A fresh models root: every load here is a new entry of the process's registry.
     monkeypatch.setenv("RAG_MODEL_DIR", str(tmp_path))
     monkeypatch.setattr(runtime, "_models", {})
-    rag = {**settings.RAG, "EMBEDDER": "fastembed", "EMBEDDING_MODEL": "", "EMBEDDING_THREADS": 1}
-    monkeypatch.setattr(settings, "RAG", rag)
+    rag = {**settings.RAG, "EMBEDDER": "fastembed", "EMBEDDING_MODEL": BUNDLED_MODEL}
+    monkeypatch.setattr(settings, "RAG", {**rag, "EMBEDDING_THREADS": 1})
     before = model_load_count(BUNDLED_MODEL)
 
-    runtime.warm_embedder()  # the default model is not available offline: the bundled one
+    runtime.warm_embedder()
     warmed = model_load_count(BUNDLED_MODEL) - before
     runtime._new_embedder(InMemoryEmbeddingCache()).embed(["a job's text"])
 
