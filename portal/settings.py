@@ -153,7 +153,7 @@ def _database_settings(url: str) -> dict[str, object]:
     params = conninfo_to_dict(url)
     known = {"dbname", "user", "password", "host", "port"}
     return {
-        "ENGINE": "django_tenants.postgresql_backend",
+        "ENGINE": "portal.database",  # django-tenants' backend: portal/database/base.py
         "NAME": params.get("dbname", "postgres"),
         "USER": params.get("user", ""),
         "PASSWORD": params.get("password", ""),

@@ -1,0 +1,1 @@
+"""The portal's Django database backend (``DATABASES[...]["ENGINE"]``): see :mod:`.base`."""
