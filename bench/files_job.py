@@ -18,13 +18,7 @@ import httpx
 
 from bench.files_fidelity import Reference, chunk_pages
 from bench.files_make import MadeFile
-from bench.ingest import (
-    HOST,
-    PASSWORD,
-    model_batches,
-    served,
-    warm_bare_model,
-)
+from bench.ingest import HOST, PASSWORD, model_batches, served, warm_bare_model
 from bench.ingest_jobs import LOGS, POLL_S, model_pass, wait_registered
 from portal import launch
 from rag_plugin.chunking import TextChunker, api_chunker_config
