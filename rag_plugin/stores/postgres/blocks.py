@@ -35,6 +35,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from rag_plugin.stores.postgres import arrays
 from rag_plugin.stores.postgres.near import VOCABULARIES
 from rag_plugin.stores.postgres.rows import Tables
 
@@ -241,25 +242,38 @@ def add_postings(
         forward["term_ends"].append(len(terms))
         forward["word_counts"].append(len(chunk_words))
         forward["word_ends"].append(len(words))
+    # The long arrays go in arrays.py's binary form: psycopg's lists dump element by element.
     conn.execute(
         tables(_FORWARD),
         {
-            "terms": terms,
-            "words": words,
+            "terms": arrays.texts(terms),
+            "words": arrays.texts(words),
             "doc": [document_id for document_id, _, _, _ in chunks],
             "idx": [index for _, index, _, _ in chunks],
             **forward,
         },
     )
     shape = _shape(collection_id)
-    added: list[tuple[BlockKind, str, list[str], dict[str, list[Any]]]] = [
-        (TERMS, _ADD_TERMS, terms, {"doc": docs, "idx": indexes, "tf": tfs}),
-        (WORDS, _ADD_WORDS, words, {"doc": word_docs, "idx": word_indexes}),
+    added: list[tuple[BlockKind, str, list[str], dict[str, Any]]] = [
+        (
+            TERMS,
+            _ADD_TERMS,
+            terms,
+            {"doc": arrays.texts(docs), "idx": arrays.int4s(indexes), "tf": arrays.int4s(tfs)},
+        ),
+        (
+            WORDS,
+            _ADD_WORDS,
+            words,
+            {"doc": arrays.texts(word_docs), "idx": arrays.int4s(word_indexes)},
+        ),
     ]
     for kind, template, keys, params in added:
         if keys:
-            conn.execute(kind.sql(tables, template), {**shape, **params, "key": keys})
-            conn.execute(kind.sql(tables, _MERGE), {**shape, "keys": sorted(set(keys))})
+            key_array = arrays.texts(keys)
+            conn.execute(kind.sql(tables, template), {**shape, **params, "key": key_array})
+            distinct = arrays.texts(sorted(set(keys)))
+            conn.execute(kind.sql(tables, _MERGE), {**shape, "keys": distinct})
 
 
 def remove_postings(

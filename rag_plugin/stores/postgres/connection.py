@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rag_plugin.exceptions import InvalidInputError, RagError, StoreError
 from rag_plugin.stores.consistency import on_primary, raise_read_after, read_after
+from rag_plugin.stores.postgres import arrays
 from rag_plugin.stores.postgres.replicas import parse_lsn
 
 if TYPE_CHECKING:
@@ -381,12 +382,14 @@ class Database:
     def _connect(self) -> Iterator[psycopg.Connection[Any]]:
         if self._pool is not None:
             with self._pool.connection() as conn:
+                arrays.adapt(conn)
                 yield conn
             return
         if self._connection is None:
             raise StoreError(f"the store for schema {self.schema!r} has been closed")
         # One lent connection cannot run two transactions at once: callers take turns.
         with self._lock:
+            arrays.adapt(self._connection)
             yield self._connection
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ import psycopg
 from psycopg import sql
 
 from rag_plugin.lexical.near_keys import MAX_DEPTH, PREFIX, deletion_keys, entry_keys
+from rag_plugin.stores.postgres import arrays
 from rag_plugin.stores.postgres.rows import Tables
 
 __all__ = [
@@ -109,10 +110,10 @@ def add_entries(
         tables(_ADD, keys=keys_sql("f.entry"), prefix=sql.Literal(PREFIX)),
         {
             "coll": collection_id,
-            "terms": sorted_terms,
-            "term_counts": [terms[entry] for entry in sorted_terms],
-            "words": sorted_words,
-            "word_counts": [words[entry] for entry in sorted_words],
+            "terms": arrays.texts(sorted_terms),
+            "term_counts": arrays.int4s([terms[entry] for entry in sorted_terms]),
+            "words": arrays.texts(sorted_words),
+            "word_counts": arrays.int4s([words[entry] for entry in sorted_words]),
         },
     )
 

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from psycopg import sql
 
 from rag_plugin.stores.base import ChunkRecord, CollectionInfo, DocumentRecord
+from rag_plugin.stores.postgres.arrays import Float8Array, float8s
 from rag_plugin.vectors import DistanceMetric
 
 __all__ = [
@@ -160,22 +162,21 @@ def document_record(collection: str, row: Sequence[Any]) -> DocumentRecord:
     )
 
 
-def packed_vectors(vectors: Sequence[Sequence[float]]) -> tuple[list[float], list[int]]:
+def packed_vectors(vectors: Sequence[Sequence[float]]) -> tuple[Float8Array, list[int]]:
     """The vectors laid end to end, and where each ends (1-based, inclusive).
 
     A query unnests the ends as ``u.vector_end`` and cuts each row's vector out with
     ``(%(values)b::float8[])[u.vector_end - %(dims)s + 1 : u.vector_end]::vector``.
 
     One binary ``float8[]`` parameter is cheaper than formatting every value as text for
-    pgvector to parse back (≈ 10 ms against 25 ms for 50 vectors of 384 dimensions), and
-    the ``float8`` → ``real`` rounding is the one the text route ends in.
+    pgvector to parse back, and built with numpy (:mod:`arrays`) it costs 0.2 ms for 16
+    vectors of 384 dimensions where psycopg's list took 1.7 ms; the ``float8`` → ``real``
+    rounding is the one the text route ends in.
     """
-    values: list[float] = []
-    ends: list[int] = []
-    for vector in vectors:
-        values.extend(float(x) for x in vector)
-        ends.append(len(values))
-    return values, ends
+    parts = [np.asarray(vector, dtype=np.float64).ravel() for vector in vectors]
+    ends = np.cumsum([len(part) for part in parts]).tolist() if parts else []
+    values = np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
+    return float8s(values), [int(end) for end in ends]
 
 
 def vector_literal(vector: Sequence[float]) -> str:
