@@ -29,11 +29,21 @@ from psycopg.pq import Format
 
 from rag_plugin.exceptions import InvalidInputError
 
-__all__ = ["Float8Array", "Int4Array", "TextArray", "adapt", "float8s", "int4s", "texts"]
+__all__ = [
+    "Float8Array",
+    "Int4Array",
+    "Int8Array",
+    "TextArray",
+    "adapt",
+    "float8s",
+    "int4s",
+    "int8s",
+    "texts",
+]
 
 _HEADER = struct.Struct(">iiiii")
 _LENGTH = struct.Struct(">i")
-_FLOAT8_OID, _INT4_OID, _TEXT_OID = 701, 23, 25
+_FLOAT8_OID, _INT4_OID, _INT8_OID, _TEXT_OID = 701, 23, 20, 25
 _INT4_RANGE = (-(2**31), 2**31 - 1)
 
 
@@ -58,6 +68,10 @@ class Float8Array(_BinaryArray):
 
 class Int4Array(_BinaryArray):
     """An ``integer[]`` parameter."""
+
+
+class Int8Array(_BinaryArray):
+    """A ``bigint[]`` parameter."""
 
 
 class TextArray(_BinaryArray):
@@ -95,9 +109,15 @@ def int4s(values: Sequence[int] | np.ndarray[Any, Any]) -> Int4Array:
     return Int4Array(_fixed(array, ">i4", _INT4_OID), len(array))
 
 
+def int8s(values: Sequence[int] | np.ndarray[Any, Any]) -> Int8Array:
+    """``values`` as a ``bigint[]`` parameter."""
+    array = np.asarray(values, dtype=np.int64).ravel()
+    return Int8Array(_fixed(array, ">i8", _INT8_OID), len(array))
+
+
 def texts(values: Sequence[str | None]) -> TextArray:
     """``values`` (None for NULL) as a ``text[]`` parameter."""
-    parts = [_header(len(values), _TEXT_OID, nulls=any(v is None for v in values))]
+    parts = [_header(len(values), _TEXT_OID, nulls=None in values)]
     pack = _LENGTH.pack
     for value in values:
         if value is None:
@@ -125,6 +145,10 @@ class _Int4ArrayDumper(_ArrayDumper):
     oid = 1007  # integer[]
 
 
+class _Int8ArrayDumper(_ArrayDumper):
+    oid = 1016  # bigint[]
+
+
 class _TextArrayDumper(_ArrayDumper):
     oid = 1009  # text[]
 
@@ -132,6 +156,7 @@ class _TextArrayDumper(_ArrayDumper):
 _DUMPERS: tuple[tuple[type[_BinaryArray], type[_ArrayDumper]], ...] = (
     (Float8Array, _Float8ArrayDumper),
     (Int4Array, _Int4ArrayDumper),
+    (Int8Array, _Int8ArrayDumper),
     (TextArray, _TextArrayDumper),
 )
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.adapt import PyFormat
 
 from rag_plugin.stores.postgres import arrays
 from rag_plugin.stores.postgres.near import VOCABULARIES
@@ -47,6 +48,7 @@ __all__ = [
     "WORDS",
     "BlockKind",
     "add_postings",
+    "block_level",
     "remove_postings",
 ]
 
@@ -74,14 +76,14 @@ class BlockKind:
     """
 
     def __init__(self, table: str, vocabulary: str, payload: tuple[str, ...]) -> None:
-        self.table, self.forward = table, vocabulary
+        self.table, self.forward, self.payload = table, vocabulary, payload
         self.vocabulary, key = VOCABULARIES[vocabulary]
-        arrays = ("chunk_ids", *payload)
+        columns = ("chunk_ids", *payload)
         values = ("id", *(column.removesuffix("s") for column in payload))
         self.fields: dict[str, sql.Composable] = {
             "key": sql.Identifier(key),
             "forward": sql.Identifier(vocabulary),
-            "arrays": sql.SQL(", ").join(map(sql.Identifier, arrays)),
+            "arrays": sql.SQL(", ").join(map(sql.Identifier, columns)),
             "values": sql.SQL(", ").join(map(sql.Identifier, values)),
             "u_values": sql.SQL(", ").join(sql.Identifier("u", v) for v in values),
             "aggregates": sql.SQL(", ").join(
@@ -92,6 +94,14 @@ class BlockKind:
                 for v in values
             ),
             "level": sql.SQL(_LEVEL),
+            # _ADD_BLOCKS: each array column's piece of its flat parameter.
+            "slices": sql.SQL(", ").join(
+                sql.SQL("({}::{})[u.first : u.last]").format(
+                    sql.Placeholder(name, PyFormat.BINARY),
+                    sql.SQL("bigint[]" if name == "chunk_ids" else "integer[]"),
+                )
+                for name in columns
+            ),
         }
 
     def sql(self, tables: Tables, template: str, **extra: sql.Composable) -> sql.Composed | sql.SQL:
@@ -124,17 +134,14 @@ _INSERT_PIECES = (
     " GROUP BY {key}, piece"
 )
 
-# New chunks' postings: (document, index) finds each chunk's id and length.
-_ADD_TERMS = (
-    "WITH p AS (SELECT u.term, c.id, u.tf, c.token_count AS dl"
-    " FROM unnest(%(doc)b::text[], %(idx)b::integer[], %(key)b::text[], %(tf)b::integer[])"
-    "  AS u(doc, idx, term, tf)"
-    " JOIN {chunks} c ON c.document_id = u.doc AND c.idx = u.idx) {pieces}"
-)
-_ADD_WORDS = (
-    "WITH p AS (SELECT u.word, c.id"
-    " FROM unnest(%(doc)b::text[], %(idx)b::integer[], %(key)b::text[]) AS u(doc, idx, word)"
-    " JOIN {chunks} c ON c.document_id = u.doc AND c.idx = u.idx) {pieces}"
+# New chunks' postings, cut into blocks in Python (:func:`_blocks`): each row is a key, its
+# block's level and where its postings lie in the flat arrays (1-based, inclusive).
+_ADD_BLOCKS = (
+    "INSERT INTO {blocks} (collection_id, {key}, level, first_id, last_id, {arrays})"
+    " SELECT %(coll)s, u.key, u.level, (%(chunk_ids)b::bigint[])[u.first],"
+    " (%(chunk_ids)b::bigint[])[u.last], {slices}"
+    " FROM unnest(%(keys)b::text[], %(levels)b::integer[], %(firsts)b::integer[],"
+    "  %(lasts)b::integer[]) AS u(key, level, first, last)"
 )
 
 # A key with FANOUT blocks of one level gets every block of that level and below merged.
@@ -186,12 +193,11 @@ _REMOVE = (
 
 _FORWARD = (
     "INSERT INTO {chunk_terms} (chunk_id, terms, words)"
-    " SELECT c.id, (%(terms)b::text[])[u.terms_end - u.terms + 1 : u.terms_end],"
+    " SELECT u.id, (%(terms)b::text[])[u.terms_end - u.terms + 1 : u.terms_end],"
     "  (%(words)b::text[])[u.words_end - u.words + 1 : u.words_end]"
-    " FROM unnest(%(doc)b::text[], %(idx)b::integer[], %(term_counts)b::integer[],"
-    "  %(term_ends)b::integer[], %(word_counts)b::integer[], %(word_ends)b::integer[])"
-    "  AS u(doc, idx, terms, terms_end, words, words_end)"
-    " JOIN {chunks} c ON c.document_id = u.doc AND c.idx = u.idx"
+    " FROM unnest(%(ids)b::bigint[], %(term_counts)b::integer[], %(term_ends)b::integer[],"
+    "  %(word_counts)b::integer[], %(word_ends)b::integer[])"
+    "  AS u(id, terms, terms_end, words, words_end)"
 )
 
 
@@ -204,24 +210,64 @@ def _shape(collection_id: int) -> dict[str, int]:
     }
 
 
+def block_level(size: int) -> int:
+    """The level of a block of ``size`` postings, as :data:`_LEVEL` computes it in SQL:
+    ``floor(log8 size)``, at most :data:`FULL_LEVEL`."""
+    level = 0
+    while level < FULL_LEVEL and FANOUT ** (level + 1) <= size:
+        level += 1
+    return level
+
+
+def _blocks(
+    kind: BlockKind, postings: dict[str, list[tuple[int, ...]]]
+) -> dict[str, arrays.TextArray | arrays.Int4Array | arrays.Int8Array]:
+    """The parameters of :data:`_ADD_BLOCKS` for ``postings`` (key → (chunk id, payload...)
+    in ascending chunk id): per key, pieces of at most :data:`BLOCK_SIZE` postings, as
+    :data:`_INSERT_PIECES` cuts them."""
+    keys: list[str] = []
+    levels: list[int] = []
+    firsts: list[int] = []
+    lasts: list[int] = []
+    flat: list[tuple[int, ...]] = []
+    for key in sorted(postings):
+        found = postings[key]
+        for start in range(0, len(found), BLOCK_SIZE):
+            piece = found[start : start + BLOCK_SIZE]
+            keys.append(key)
+            levels.append(block_level(len(piece)))
+            firsts.append(len(flat) + 1)
+            flat += piece
+            lasts.append(len(flat))
+    columns = list(zip(*flat, strict=True))
+    params: dict[str, arrays.TextArray | arrays.Int4Array | arrays.Int8Array] = {
+        "keys": arrays.texts(keys),
+        "levels": arrays.int4s(levels),
+        "firsts": arrays.int4s(firsts),
+        "lasts": arrays.int4s(lasts),
+        "chunk_ids": arrays.int8s(columns[0]),
+    }
+    for name, values in zip(kind.payload, columns[1:], strict=True):
+        params[name] = arrays.int4s(values)
+    return params
+
+
 def add_postings(
     conn: psycopg.Connection[Any],
     tables: Tables,
     collection_id: int,
-    chunks: list[tuple[str, int, dict[str, int], list[str]]],
+    chunks: list[tuple[int, int, dict[str, int], list[str]]],
 ) -> None:
-    """Add new chunks, given as (document id, chunk index, {term: tf}, words), to the
+    """Add new chunks, given as (chunk id, length, {term: tf}, words) in ascending id, to the
     forward index and both kinds of blocks, and merge the touched keys' small blocks.
 
-    Chunk ids come from joins on (document, index), so nothing is read back and the
-    statements can share a pipeline batch with the chunks' insert.
+    The chunk ids are known (taken with the collection's lock), so the blocks are cut here
+    and the statements, reading nothing back, share a pipeline batch with the chunks' insert.
+    The long arrays go in :mod:`arrays`' binary form: psycopg's lists dump element by element.
     """
-    docs: list[str] = []
-    indexes: list[int] = []
+    term_postings: dict[str, list[tuple[int, ...]]] = {}
+    word_postings: dict[str, list[tuple[int, ...]]] = {}
     terms: list[str] = []
-    tfs: list[int] = []
-    word_docs: list[str] = []
-    word_indexes: list[int] = []
     words: list[str] = []
     forward: dict[str, list[int]] = {
         "term_counts": [],
@@ -229,50 +275,31 @@ def add_postings(
         "word_counts": [],
         "word_ends": [],
     }
-    for document_id, index, frequencies, chunk_words in chunks:
+    for chunk_id, length, frequencies, chunk_words in chunks:
         for term, tf in frequencies.items():
-            docs.append(document_id)
-            indexes.append(index)
-            terms.append(term)
-            tfs.append(tf)
-        word_docs += [document_id] * len(chunk_words)
-        word_indexes += [index] * len(chunk_words)
+            term_postings.setdefault(term, []).append((chunk_id, tf, length))
+        for word in chunk_words:
+            word_postings.setdefault(word, []).append((chunk_id,))
+        terms += frequencies
         words += chunk_words
         forward["term_counts"].append(len(frequencies))
         forward["term_ends"].append(len(terms))
         forward["word_counts"].append(len(chunk_words))
         forward["word_ends"].append(len(words))
-    # The long arrays go in arrays.py's binary form: psycopg's lists dump element by element.
     conn.execute(
         tables(_FORWARD),
         {
             "terms": arrays.texts(terms),
             "words": arrays.texts(words),
-            "doc": [document_id for document_id, _, _, _ in chunks],
-            "idx": [index for _, index, _, _ in chunks],
-            **forward,
+            "ids": arrays.int8s([chunk_id for chunk_id, _, _, _ in chunks]),
+            **{name: arrays.int4s(values) for name, values in forward.items()},
         },
     )
     shape = _shape(collection_id)
-    added: list[tuple[BlockKind, str, list[str], dict[str, Any]]] = [
-        (
-            TERMS,
-            _ADD_TERMS,
-            terms,
-            {"doc": arrays.texts(docs), "idx": arrays.int4s(indexes), "tf": arrays.int4s(tfs)},
-        ),
-        (
-            WORDS,
-            _ADD_WORDS,
-            words,
-            {"doc": arrays.texts(word_docs), "idx": arrays.int4s(word_indexes)},
-        ),
-    ]
-    for kind, template, keys, params in added:
-        if keys:
-            key_array = arrays.texts(keys)
-            conn.execute(kind.sql(tables, template), {**shape, **params, "key": key_array})
-            distinct = arrays.texts(sorted(set(keys)))
+    for kind, postings in ((TERMS, term_postings), (WORDS, word_postings)):
+        if postings:
+            conn.execute(kind.sql(tables, _ADD_BLOCKS), {**shape, **_blocks(kind, postings)})
+            distinct = arrays.texts(sorted(postings))
             conn.execute(kind.sql(tables, _MERGE), {**shape, "keys": distinct})
 
 

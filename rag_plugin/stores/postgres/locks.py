@@ -1,5 +1,5 @@
 """The collection row lock every write takes first, sent with the read of the documents the
-write replaces or deletes, so both cost one round trip."""
+write replaces or deletes (and the ids of the chunks it inserts), so all cost one round trip."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ from rag_plugin.exceptions import CollectionNotFoundError
 from rag_plugin.stores.base import CollectionKey
 from rag_plugin.stores.postgres.rows import CollectionRow, Tables
 
-__all__ = ["StoredDocument", "lock_collection", "lock_for_sources", "lock_for_write"]
+__all__ = [
+    "LockedForWrite",
+    "StoredDocument",
+    "lock_collection",
+    "lock_for_sources",
+    "lock_for_write",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +88,47 @@ def lock_for_write(
     return row, (_stored(stored) if stored is not None else None)
 
 
+# Ids for the chunks a write inserts, from the chunks' own sequence. Taken after the lock is
+# granted, so a collection's chunk ids grow with its writes, as its posting blocks expect
+# (blocks.py); knowing them, the write builds its blocks in Python and reads nothing back.
+_RESERVE_IDS = (
+    "SELECT nextval(s) FROM pg_get_serial_sequence(%s, 'id') AS s, generate_series(1, %s)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LockedForWrite:
+    """What a write learns with its lock: the collection's row, the stored documents it
+    replaces (by source), and the ids of the chunks it inserts (ascending)."""
+
+    row: CollectionRow
+    stored: dict[str, StoredDocument]
+    chunk_ids: list[int]
+
+
 def lock_for_sources(
-    conn: psycopg.Connection[Any], tables: Tables, key: CollectionKey, sources: Sequence[str]
-) -> tuple[CollectionRow, dict[str, StoredDocument]]:
-    """Lock the collection and find the documents stored under ``sources`` (empty ones are
-    never stored under), in one round trip; absent sources are missing from the map."""
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    key: CollectionKey,
+    sources: Sequence[str],
+    *,
+    chunks: int,
+) -> LockedForWrite:
+    """Lock the collection, find the documents stored under ``sources`` (empty ones are
+    never stored under; absent ones are missing from the map) and take ids for ``chunks``
+    new chunks, in one round trip."""
     locked = conn.execute(tables(_LOCK), (key.name, key.owner))
     wanted = sorted({source for source in sources if source})
     found = (
         conn.execute(tables(_STORED_BY_SOURCES), (key.name, key.owner, wanted)) if wanted else None
     )
+    reserved = (
+        conn.execute(_RESERVE_IDS, (tables("{chunks}").as_string(None), chunks)) if chunks else None
+    )
     row = _locked_row(locked, key)
     stored = found.fetchall() if found is not None else []
-    return row, {str(r[3]): _stored(r) for r in stored}
+    ids = sorted(int(r[0]) for r in reserved.fetchall()) if reserved is not None else []
+    return LockedForWrite(row, {str(r[3]): _stored(r) for r in stored}, ids)
 
 
 def _stored(row: Sequence[Any]) -> StoredDocument:

@@ -242,14 +242,21 @@ class PostgresStore(Store):
         ``limits`` the usage is checked last, before the commit (:func:`check_limits`).
 
         Three round trips however many documents: the collection lock with the replaced
-        documents' lookup (after the insert of a missing collection), then every write in one
-        pipeline batch (one statement per table), then the commit.
+        documents' lookup and the new chunks' ids (after the insert of a missing collection),
+        then every write in one pipeline batch (one statement per table), then the commit.
         """
         prepared = [prepare_document(collection, d, chunks) for d, chunks in documents]
         sources = [document.source for document, _ in documents]
         with self._db.writing(pipeline=True) as conn:
             inserted = writes.insert_collection(conn, self._tables, collection) if create else None
-            row, stored = locks.lock_for_sources(conn, self._tables, collection.key, sources)
+            locked = locks.lock_for_sources(
+                conn,
+                self._tables,
+                collection.key,
+                sources,
+                chunks=sum(len(chunks) for _, chunks in documents),
+            )
+            row = locked.row
             new = inserted is not None and inserted.fetchone() is not None
             if create and not new:
                 check_same_model(row.info, collection)
@@ -263,7 +270,8 @@ class PostgresStore(Store):
                 conn,
                 self._tables,
                 row,
-                [(stored.get(p.document.source), p) for p in prepared],
+                [(locked.stored.get(p.document.source), p) for p in prepared],
+                chunk_ids=locked.chunk_ids,
             )
             if limits is not None and limits.any:
                 check_limits(conn, self._tables, row.info.owner, limits, added)

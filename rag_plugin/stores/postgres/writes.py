@@ -8,12 +8,13 @@ every reader (MVCC) run freely. The expensive part of an ingest, the embedding m
 before the transaction.
 
 Round trips: the writes run in psycopg's pipeline mode (see ``Database.transaction``). A
-document write reads once — the locked collection row with the document it replaces — and
-every statement after that reads nothing back: new chunks' postings and word postings find
-their chunk ids by joining on (document, index), a replaced document's counts come from the
-first read, and the vocabularies' df updates and clean-up happen in SQL. So a write is three
-round trips whatever its size: the lock, every statement in one batch, and the COMMIT (sent
-only once the batch has run, so a client killed before leaves nothing behind).
+document write reads once — the locked collection row with the document it replaces and the
+ids its new chunks will have (``locks.py``) — and every statement after that reads nothing
+back: the chunks are inserted under those ids and their postings sent as finished blocks, a
+replaced document's counts come from the first read, and the vocabularies' df updates and
+clean-up happen in SQL. So a write is three round trips whatever its size: the lock, every
+statement in one batch, and the COMMIT (sent only once the batch has run, so a client killed
+before leaves nothing behind).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Any
 
 import psycopg
 
-from rag_plugin.exceptions import DocumentNotFoundError
+from rag_plugin.exceptions import DocumentNotFoundError, StoreError
 from rag_plugin.stores.base import CollectionInfo, CollectionKey, DocumentRecord, new_document_id
+from rag_plugin.stores.postgres import arrays
 from rag_plugin.stores.postgres.blocks import add_postings, remove_postings
 from rag_plugin.stores.postgres.locks import StoredDocument, lock_for_write
 from rag_plugin.stores.postgres.near import add_entries, drop_collection_keys
@@ -119,9 +121,12 @@ def write_documents(
     tables: Tables,
     row: CollectionRow,
     documents: Sequence[tuple[StoredDocument | None, PreparedDocument]],
+    *,
+    chunk_ids: Sequence[int],
 ) -> tuple[list[DocumentRecord], Usage]:
     """Insert documents in a locked collection, each new or replacing the stored one (same
     source); return their records in input order and what the write added to the usage.
+    ``chunk_ids`` (ascending, taken with the lock) go to the chunks in input order.
 
     Reads nothing back, so in pipeline mode every statement goes out in one batch, and a
     batch of documents costs one statement per table (plus the removal of replaced ones'
@@ -166,7 +171,7 @@ def write_documents(
         ),
     )
     replaced = [existing for existing, _ in documents if existing is not None]
-    added_length = _insert_chunks(conn, tables, row, created_at, placed)
+    added_length = _insert_chunks(conn, tables, row, created_at, placed, chunk_ids)
     added = Usage(
         len(placed) - len(replaced),
         sum(len(p.chunks) for _, p in placed) - sum(e.chunks for e in replaced),
@@ -199,8 +204,10 @@ def _insert_chunks(
     row: CollectionRow,
     created_at: datetime,
     documents: Sequence[tuple[str, PreparedDocument]],
+    chunk_ids: Sequence[int],
 ) -> int:
-    """Insert the documents' chunks, their postings and df increments; return their Σdl."""
+    """Insert the documents' chunks under ``chunk_ids``, their postings and df increments;
+    return their Σdl."""
     items = [
         (document_id, prepared, item)
         for document_id, prepared in documents
@@ -208,6 +215,8 @@ def _insert_chunks(
     ]
     if not items:
         return 0
+    if len(chunk_ids) != len(items):  # pragma: no cover - the store reserves one id a chunk
+        raise StoreError(f"{len(chunk_ids)} chunk ids were reserved for {len(items)} chunks.")
     created = created_at.isoformat()
     values, ends = packed_vectors([item.chunk.embedding for _, _, item in items])
     metadata = []
@@ -224,16 +233,16 @@ def _insert_chunks(
     # same statement (migrations 13 and 14). chunk_key is records.chunk_id, built in SQL.
     conn.execute(
         tables(
-            "WITH added AS (INSERT INTO {chunks} (collection_id, document_id, idx, chunk_key,"
-            " content, start_offset, end_offset, metadata, token_count, dimensions, metric,"
-            " embedding)"
-            " SELECT %(coll)s, u.doc, u.idx, u.doc || '_' || u.idx, u.content, u.start_at,"
-            " u.end_at, u.metadata::jsonb, u.length, %(dims)s, %(metric)s,"
+            "WITH added AS (INSERT INTO {chunks} (id, collection_id, document_id, idx,"
+            " chunk_key, content, start_offset, end_offset, metadata, token_count, dimensions,"
+            " metric, embedding)"
+            " SELECT u.id, %(coll)s, u.doc, u.idx, u.doc || '_' || u.idx, u.content,"
+            " u.start_at, u.end_at, u.metadata::jsonb, u.length, %(dims)s, %(metric)s,"
             " (%(values)b::float8[])[u.vector_end - %(dims)s + 1 : u.vector_end]::vector"
-            " FROM unnest(%(doc)b::text[], %(idx)b::integer[], %(content)b::text[],"
-            " %(start)b::integer[], %(end)b::integer[], %(metadata)b::text[],"
-            " %(length)b::integer[], %(ends)b::integer[])"
-            " AS u(doc, idx, content, start_at, end_at, metadata, length, vector_end)"
+            " FROM unnest(%(id)b::bigint[], %(doc)b::text[], %(idx)b::integer[],"
+            " %(content)b::text[], %(start)b::integer[], %(end)b::integer[],"
+            " %(metadata)b::text[], %(length)b::integer[], %(ends)b::integer[])"
+            " AS u(id, doc, idx, content, start_at, end_at, metadata, length, vector_end)"
             " RETURNING id, collection_id, metadata, embedding)"
             " INSERT INTO {chunk_filters} (chunk_id, collection_id, metadata, signature)"
             " SELECT id, collection_id, metadata, binary_quantize(embedding) FROM added"
@@ -242,6 +251,7 @@ def _insert_chunks(
             "coll": row.id,
             "dims": row.info.dimensions,
             "metric": row.info.metric.value,
+            "id": arrays.int8s(chunk_ids),
             "doc": [document_id for document_id, _, _ in items],
             "idx": [item.chunk.index for _, _, item in items],
             "content": [item.chunk.content for _, _, item in items],
@@ -260,8 +270,8 @@ def _insert_chunks(
         tables,
         row.id,
         [
-            (document_id, item.chunk.index, item.term_frequencies, item.words)
-            for document_id, _, item in items
+            (chunk_id, item.length, item.term_frequencies, item.words)
+            for chunk_id, (_, _, item) in zip(chunk_ids, items, strict=True)
         ],
     )
     terms: Counter[str] = Counter()

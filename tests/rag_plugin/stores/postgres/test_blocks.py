@@ -155,3 +155,44 @@ def test_array_send_is_decoded_with_and_without_elements(dsn: str) -> None:
     assert decode_int_array(rows[0], wide=True).tolist() == []
     assert decode_int_array(rows[1], wide=True).tolist() == [3, -1, 9_000_000_000]
     assert decode_int_array(rows[2], wide=False).tolist() == [7, 0]
+
+
+SIZES = [1, 2, 7, 8, 9, 63, 64, 65, 511, 512, 513, 4095, 4096, 4097, 30_000]
+
+
+def test_a_write_cuts_its_blocks_at_the_levels_a_merge_gives_them(dsn: str) -> None:
+    # A write's new blocks are cut in Python, a merge's in SQL (_LEVEL): one rule for both.
+    query = sql.SQL("SELECT n, (SELECT {} FROM generate_series(1, n)) FROM unnest(%(sizes)s) n")
+    params = {"sizes": SIZES, "full_level": term_blocks.FULL_LEVEL}
+    with psycopg.connect(dsn) as conn:
+        in_sql = dict(conn.execute(query.format(sql.SQL(term_blocks._LEVEL)), params).fetchall())
+    assert {size: term_blocks.block_level(size) for size in SIZES} == in_sql
+    assert [term_blocks.block_level(size) for size in (7, 8, 64, 512, 4096, 30_000)] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        4,
+    ]
+
+
+def test_chunk_ids_grow_with_the_writes_of_a_collection(
+    store: PostgresStore, dsn: str, pg_schema: str
+) -> None:
+    collection = store.create_collection("docs", dimensions=2, embedding_model="m")
+    write(store, collection, "first", ["alpha beta", "alpha"])
+    write(store, collection, "second", ["alpha gamma"])
+    write(store, collection, "first", ["alpha delta"])  # replaced: new chunks, new ids
+    found = blocks_of(dsn, pg_schema, "alpha")
+    ids = [i for _, _, chunk_ids in found for i in chunk_ids]
+    assert ids == sorted(ids)
+    assert len(ids) == 2
+    with psycopg.connect(dsn) as conn:
+        stored = conn.execute(
+            sql.SQL("SELECT document_id, idx, id FROM {} ORDER BY id").format(
+                sql.Identifier(pg_schema, "rag_chunks")
+            )
+        ).fetchall()
+    assert [(row[1], row[2]) for row in stored] == [(0, ids[0]), (0, ids[1])]
+    assert statistics_mismatches(dsn, pg_schema, "docs") == []
