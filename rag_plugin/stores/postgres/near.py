@@ -62,27 +62,29 @@ def keys_sql(entry: str) -> sql.Composed:
     return sql.SQL(_KEYS).format(entry=sql.SQL("left({}, {})").format(sql.SQL(entry), PREFIX))
 
 
-# Raise each entry's df in both vocabularies (inserting new entries), and index the keys of
-# the new ones the schema has not indexed yet: an entry whose df is now exactly its increment
-# was not in the vocabulary before (an entry at df 0 is never stored), and an indexed entry
-# has its own prefix among its keys.
+# Raise each entry's df in both vocabularies, insert the entries new to them, and index the
+# keys of those new entries the schema has not indexed yet (an indexed entry has its own
+# prefix among its keys). The collection's writers take turns on its row lock (writes.py), so
+# an UPDATE and an INSERT of the rest need no ON CONFLICT: the speculative insertion of an
+# upsert cost ~20 % more (12.6 against 10.1 ms for 10 SciFact abstracts' ~1,700 entries).
 _ADD = (
     "WITH term_input AS (SELECT * FROM unnest(%(terms)b::text[], %(term_counts)b::integer[])"
     "  AS u(entry, n)),"
-    " terms_raised AS (INSERT INTO {vocabulary} AS v (collection_id, term, df)"
-    "  SELECT %(coll)s, entry, n FROM term_input"
-    "  ON CONFLICT (collection_id, term) DO UPDATE SET df = v.df + EXCLUDED.df"
-    "  RETURNING v.term AS entry, v.df),"
+    " terms_raised AS (UPDATE {vocabulary} v SET df = v.df + i.n FROM term_input i"
+    "  WHERE v.collection_id = %(coll)s AND v.term = i.entry RETURNING v.term AS entry),"
+    " terms_added AS (INSERT INTO {vocabulary} (collection_id, term, df)"
+    "  SELECT %(coll)s, i.entry, i.n FROM term_input i"
+    "  WHERE NOT EXISTS (SELECT FROM terms_raised r WHERE r.entry = i.entry)"
+    "  RETURNING term AS entry),"
     " word_input AS (SELECT * FROM unnest(%(words)b::text[], %(word_counts)b::integer[])"
     "  AS u(entry, n)),"
-    " words_raised AS (INSERT INTO {word_vocabulary} AS v (collection_id, word, df)"
-    "  SELECT %(coll)s, entry, n FROM word_input"
-    "  ON CONFLICT (collection_id, word) DO UPDATE SET df = v.df + EXCLUDED.df"
-    "  RETURNING v.word AS entry, v.df),"
-    " fresh AS (SELECT r.entry FROM terms_raised r JOIN term_input i ON i.entry = r.entry"
-    "  WHERE r.df = i.n"
-    "  UNION SELECT r.entry FROM words_raised r JOIN word_input i ON i.entry = r.entry"
-    "  WHERE r.df = i.n)"
+    " words_raised AS (UPDATE {word_vocabulary} v SET df = v.df + i.n FROM word_input i"
+    "  WHERE v.collection_id = %(coll)s AND v.word = i.entry RETURNING v.word AS entry),"
+    " words_added AS (INSERT INTO {word_vocabulary} (collection_id, word, df)"
+    "  SELECT %(coll)s, i.entry, i.n FROM word_input i"
+    "  WHERE NOT EXISTS (SELECT FROM words_raised r WHERE r.entry = i.entry)"
+    "  RETURNING word AS entry),"
+    " fresh AS (SELECT entry FROM terms_added UNION SELECT entry FROM words_added)"
     " INSERT INTO {near_keys} (key, entry)"
     " SELECT k.key, f.entry FROM fresh f CROSS JOIN LATERAL ({keys}) AS k"
     " WHERE NOT EXISTS (SELECT FROM {near_keys} n"
