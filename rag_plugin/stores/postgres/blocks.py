@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.adapt import PyFormat
@@ -49,6 +50,7 @@ __all__ = [
     "BlockKind",
     "add_postings",
     "block_level",
+    "block_levels",
     "remove_postings",
 ]
 
@@ -213,37 +215,42 @@ def _shape(collection_id: int) -> dict[str, int]:
 def block_level(size: int) -> int:
     """The level of a block of ``size`` postings, as :data:`_LEVEL` computes it in SQL:
     ``floor(log8 size)``, at most :data:`FULL_LEVEL`."""
-    level = 0
-    while level < FULL_LEVEL and FANOUT ** (level + 1) <= size:
-        level += 1
-    return level
+    return int(block_levels(np.array([size]))[0])
+
+
+def block_levels(sizes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """:func:`block_level` of each of ``sizes``."""
+    bounds = FANOUT ** np.arange(1, FULL_LEVEL + 1)  # 8, 64, 512, 4096: a level's first size
+    return np.searchsorted(bounds, sizes, side="right")
 
 
 def _blocks(
-    kind: BlockKind, postings: dict[str, list[tuple[int, ...]]]
+    kind: BlockKind, postings: dict[str, list[tuple[int, ...]]], keys: list[str]
 ) -> dict[str, arrays.TextArray | arrays.Int4Array | arrays.Int8Array]:
     """The parameters of :data:`_ADD_BLOCKS` for ``postings`` (key → (chunk id, payload...)
-    in ascending chunk id): per key, pieces of at most :data:`BLOCK_SIZE` postings, as
-    :data:`_INSERT_PIECES` cuts them."""
-    keys: list[str] = []
-    levels: list[int] = []
-    firsts: list[int] = []
-    lasts: list[int] = []
+    in ascending chunk id; ``keys`` sorted): per key, pieces of at most :data:`BLOCK_SIZE`
+    postings, as :data:`_INSERT_PIECES` cuts them."""
+    piece_keys: list[str] = []
+    sizes: list[int] = []
     flat: list[tuple[int, ...]] = []
-    for key in sorted(postings):
+    for key in keys:
         found = postings[key]
+        if len(found) <= BLOCK_SIZE:  # nearly always: one piece
+            piece_keys.append(key)
+            sizes.append(len(found))
+            flat += found
+            continue
         for start in range(0, len(found), BLOCK_SIZE):
             piece = found[start : start + BLOCK_SIZE]
-            keys.append(key)
-            levels.append(block_level(len(piece)))
-            firsts.append(len(flat) + 1)
+            piece_keys.append(key)
+            sizes.append(len(piece))
             flat += piece
-            lasts.append(len(flat))
+    lasts = np.cumsum(sizes)
     columns = list(zip(*flat, strict=True))
     params: dict[str, arrays.TextArray | arrays.Int4Array | arrays.Int8Array] = {
-        "keys": arrays.texts(keys),
-        "levels": arrays.int4s(levels),
-        "firsts": arrays.int4s(firsts),
+        "keys": arrays.texts(piece_keys),
+        "levels": arrays.int4s(block_levels(np.array(sizes))),
+        "firsts": arrays.int4s(lasts - np.array(sizes) + 1),
         "lasts": arrays.int4s(lasts),
         "chunk_ids": arrays.int8s(columns[0]),
     }
@@ -298,9 +305,9 @@ def add_postings(
     shape = _shape(collection_id)
     for kind, postings in ((TERMS, term_postings), (WORDS, word_postings)):
         if postings:
-            conn.execute(kind.sql(tables, _ADD_BLOCKS), {**shape, **_blocks(kind, postings)})
-            distinct = arrays.texts(sorted(postings))
-            conn.execute(kind.sql(tables, _MERGE), {**shape, "keys": distinct})
+            keys = sorted(postings)
+            conn.execute(kind.sql(tables, _ADD_BLOCKS), {**shape, **_blocks(kind, postings, keys)})
+            conn.execute(kind.sql(tables, _MERGE), {**shape, "keys": arrays.texts(keys)})
 
 
 def remove_postings(
