@@ -29,6 +29,9 @@ worker, then by two, against the bare model, and the latency of a submit of 1 KB
 the model: ``PostgresStore.upsert_document`` of the same documents' chunks (fake 384-d
 vectors) on one autocommitting pooled connection, as the portal lends it, in ms/document
 and round trips/document (counted in a libpq trace: each turn from sending to receiving).
+With ``--batch N`` each write is ``upsert_documents`` of N documents, as a job of N writes
+them, and a third pass writes them into a second collection: words the schema knows but the
+collection does not, the job bench's steady state (ms and round trips per write).
 """
 
 from __future__ import annotations
@@ -156,8 +159,12 @@ def bare_model_seconds(batches: list[list[str]]) -> float:
     return time.perf_counter() - started
 
 
-def store_write(documents: list[dict[str, str]], chunker: TextChunker) -> dict[str, Any]:
-    """ms/document and round trips/document of ``upsert_document`` alone, new then replaced."""
+def store_write(
+    documents: list[dict[str, str]], chunker: TextChunker, batch: int = 0
+) -> dict[str, Any]:
+    """ms and round trips of the store's writes alone: per document (``upsert_document``),
+    or with ``batch`` per write of that many (``upsert_documents``); new, replaced, and (with
+    ``batch``) into a second collection."""
     embedder = FakeEmbedder(384)
     inputs = []
     for raw in documents:
@@ -168,7 +175,10 @@ def store_write(documents: list[dict[str, str]], chunker: TextChunker) -> dict[s
             for p, vector in zip(pieces, vectors, strict=True)
         ]
         inputs.append((DocumentInput(source=raw["source"], title=raw["title"]), chunks))
-    report: dict[str, Any] = {"documents": len(documents)}
+    size = batch or 1
+    writes = [inputs[start : start + size] for start in range(0, len(inputs), size)]
+    unit = "write" if batch else "document"
+    report: dict[str, Any] = {"documents": len(documents), "documents_per_write": size}
     with (
         launch.scratch_database("bench_store_write") as url,
         ConnectionPool(url, min_size=1, max_size=1, kwargs={"autocommit": True}) as pool,
@@ -176,22 +186,26 @@ def store_write(documents: list[dict[str, str]], chunker: TextChunker) -> dict[s
     ):
         ensure_extensions(url)
         store = PostgresStore(pool, schema="bench")
-        collection = store.create_collection("docs", dimensions=384, embedding_model="fake-384")
+        docs = store.create_collection("docs", dimensions=384, embedding_model="fake-384")
+        passes = [("new", docs), ("replaced", docs)]
+        if batch:
+            other = store.create_collection("other", dimensions=384, embedding_model="fake-384")
+            passes.append(("known_words", other))
         trace = Path(folder) / "libpq.trace"
-        for label in ("new", "replaced"):
+        for label, collection in passes:
             with trace.open("wb") as out:
                 with pool.connection() as conn:  # the pool's only connection
                     conn.pgconn.trace(out.fileno())
                 started = time.perf_counter()
-                for document, chunks in inputs:
-                    store.upsert_document(collection, document, chunks)
+                for write in writes:
+                    store.upsert_documents(collection, write)
                 elapsed = time.perf_counter() - started
                 with pool.connection() as conn:
                     conn.pgconn.untrace()
             directions = [line.split(b"\t")[1] for line in trace.read_bytes().splitlines()]
             turns = sum(1 for turn in itertools.pairwise(directions) if turn == (b"F", b"B"))
-            report[f"{label}_ms_per_document"] = round(1000 * elapsed / len(inputs), 1)
-            report[f"{label}_round_trips_per_document"] = round(turns / len(inputs), 1)
+            report[f"{label}_ms_per_{unit}"] = round(1000 * elapsed / len(writes), 1)
+            report[f"{label}_round_trips_per_{unit}"] = round(turns / len(writes), 1)
     return report
 
 
@@ -229,7 +243,7 @@ def main() -> None:
     ]
     chunker = TextChunker(api_chunker_config())
     if args.store_only:
-        _print(store_write(documents, chunker), as_json=args.json)
+        _print(store_write(documents, chunker, args.batch), as_json=args.json)
         return
     if args.jobs:
         from bench import ingest_jobs  # it imports this module
