@@ -185,12 +185,16 @@ _REMOVE = (
     "  AND b.last_id >= r.low AND b.chunk_ids && r.ids AND NOT b.chunk_ids <@ r.ids"
     "  RETURNING 1),"
     " counts AS (SELECT key, cardinality(ids) AS n FROM removed),"
+    # The entries are looked up by key (= ANY of the keys, an index probe each), never by a
+    # join the planner may run as a scan of the collection's whole vocabulary.
     " lowered AS (UPDATE {key_vocabulary} v SET df = v.df - counts.n FROM counts"
-    "  WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df > counts.n)"
+    "  WHERE v.collection_id = %(coll)s AND v.{key} = ANY(ARRAY(SELECT key FROM counts))"
+    "  AND v.{key} = counts.key AND v.df > counts.n)"
     # An entry that leaves keeps its keys in the near-entry index (another collection may
     # hold it; near.py).
     " DELETE FROM {key_vocabulary} v USING counts"
-    " WHERE v.collection_id = %(coll)s AND v.{key} = counts.key AND v.df <= counts.n"
+    " WHERE v.collection_id = %(coll)s AND v.{key} = ANY(ARRAY(SELECT key FROM counts))"
+    " AND v.{key} = counts.key AND v.df <= counts.n"
 )
 
 _FORWARD = (
