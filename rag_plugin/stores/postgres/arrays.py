@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import psycopg
+from psycopg.abc import AdaptContext
 from psycopg.adapt import Dumper, PyFormat
 from psycopg.pq import Format
 
@@ -43,14 +44,15 @@ __all__ = [
 
 _HEADER = struct.Struct(">iiiii")
 _LENGTH = struct.Struct(">i")
-_FLOAT8_OID, _INT4_OID, _INT8_OID, _TEXT_OID = 701, 23, 20, 25
 _INT4_RANGE = (-(2**31), 2**31 - 1)
 
 
 class _BinaryArray:
-    """A one-dimensional array parameter, already in its binary form."""
+    """A one-dimensional array parameter, already in its binary form; ``element`` names the
+    element type (psycopg's type registry gives its oid and its array's)."""
 
     __slots__ = ("data", "length")
+    element: ClassVar[str]
 
     def __init__(self, data: bytes, length: int) -> None:
         self.data, self.length = data, length
@@ -65,36 +67,44 @@ class _BinaryArray:
 class Float8Array(_BinaryArray):
     """A ``float8[]`` parameter."""
 
+    element = "float8"
+
 
 class Int4Array(_BinaryArray):
     """An ``integer[]`` parameter."""
+
+    element = "int4"
 
 
 class Int8Array(_BinaryArray):
     """A ``bigint[]`` parameter."""
 
+    element = "int8"
+
 
 class TextArray(_BinaryArray):
     """A ``text[]`` parameter."""
 
-
-def _header(length: int, element_oid: int, *, nulls: bool = False) -> bytes:
-    return _HEADER.pack(1, int(nulls), element_oid, length, 1)
+    element = "text"
 
 
-def _fixed(values: Any, dtype: str, element_oid: int) -> bytes:
+def _header(length: int, kind: type[_BinaryArray], *, nulls: bool = False) -> bytes:
+    return _HEADER.pack(1, int(nulls), psycopg.postgres.types[kind.element].oid, length, 1)
+
+
+def _fixed(values: Any, dtype: str, kind: type[_BinaryArray]) -> bytes:
     """Fixed-width elements: each its length, then its value (``dtype``, big-endian)."""
     width = np.dtype(dtype).itemsize
     packed = np.empty(len(values), dtype=[("length", ">i4"), ("value", dtype)])
     packed["length"] = width
     packed["value"] = values
-    return _header(len(values), element_oid) + packed.tobytes()
+    return _header(len(values), kind) + packed.tobytes()
 
 
 def float8s(values: Sequence[float] | np.ndarray[Any, Any]) -> Float8Array:
     """``values`` as a ``float8[]`` parameter."""
     array = np.asarray(values, dtype=np.float64).ravel()
-    return Float8Array(_fixed(array, ">f8", _FLOAT8_OID), len(array))
+    return Float8Array(_fixed(array, ">f8", Float8Array), len(array))
 
 
 def int4s(values: Sequence[int] | np.ndarray[Any, Any]) -> Int4Array:
@@ -106,18 +116,18 @@ def int4s(values: Sequence[int] | np.ndarray[Any, Any]) -> Int4Array:
             f"An integer array holds a value outside PostgreSQL's integer range "
             f"({int(array.min())} … {int(array.max())})."
         )
-    return Int4Array(_fixed(array, ">i4", _INT4_OID), len(array))
+    return Int4Array(_fixed(array, ">i4", Int4Array), len(array))
 
 
 def int8s(values: Sequence[int] | np.ndarray[Any, Any]) -> Int8Array:
     """``values`` as a ``bigint[]`` parameter."""
     array = np.asarray(values, dtype=np.int64).ravel()
-    return Int8Array(_fixed(array, ">i8", _INT8_OID), len(array))
+    return Int8Array(_fixed(array, ">i8", Int8Array), len(array))
 
 
 def texts(values: Sequence[str | None]) -> TextArray:
     """``values`` (None for NULL) as a ``text[]`` parameter."""
-    parts = [_header(len(values), _TEXT_OID, nulls=None in values)]
+    parts = [_header(len(values), TextArray, nulls=None in values)]
     pack = _LENGTH.pack
     for value in values:
         if value is None:
@@ -130,42 +140,24 @@ def texts(values: Sequence[str | None]) -> TextArray:
 
 
 class _ArrayDumper(Dumper):
+    """Sends an array's bytes as they are, typed as its element type's array."""
+
     format = Format.BINARY
+
+    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
+        super().__init__(cls, context)
+        kind = cast(type[_BinaryArray], cls)  # adapt() registers it for these classes only
+        self.oid = psycopg.postgres.types[kind.element].array_oid
 
     def dump(self, obj: Any) -> bytes:
         data: bytes = obj.data
         return data
 
 
-class _Float8ArrayDumper(_ArrayDumper):
-    oid = 1022  # float8[]
-
-
-class _Int4ArrayDumper(_ArrayDumper):
-    oid = 1007  # integer[]
-
-
-class _Int8ArrayDumper(_ArrayDumper):
-    oid = 1016  # bigint[]
-
-
-class _TextArrayDumper(_ArrayDumper):
-    oid = 1009  # text[]
-
-
-_DUMPERS: tuple[tuple[type[_BinaryArray], type[_ArrayDumper]], ...] = (
-    (Float8Array, _Float8ArrayDumper),
-    (Int4Array, _Int4ArrayDumper),
-    (Int8Array, _Int8ArrayDumper),
-    (TextArray, _TextArrayDumper),
-)
-
-
 def adapt(conn: psycopg.Connection[Any]) -> None:
     """Let ``conn`` send this module's arrays (once per connection; a check after that)."""
     adapters = conn.adapters
     try:
-        adapters.get_dumper(TextArray, PyFormat.BINARY)
+        adapters.get_dumper(_BinaryArray, PyFormat.BINARY)
     except psycopg.ProgrammingError:
-        for cls, dumper in _DUMPERS:
-            adapters.register_dumper(cls, dumper)
+        adapters.register_dumper(_BinaryArray, _ArrayDumper)
