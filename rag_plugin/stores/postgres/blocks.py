@@ -268,9 +268,11 @@ def add_postings(
     tables: Tables,
     collection_id: int,
     chunks: list[tuple[int, int, dict[str, int], list[str]]],
-) -> None:
-    """Add new chunks, given as (chunk id, length, {term: tf}, words) in ascending id, to the
-    forward index and both kinds of blocks, and merge the touched keys' small blocks.
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Add new chunks, given as (chunk id, length, {term: tf}, distinct words) in ascending
+    id, to the forward index and both kinds of blocks, and merge the touched keys' small
+    blocks; return the df each term and each word gains (its new postings), which the
+    vocabularies' upkeep adds (``near.add_entries``).
 
     The chunk ids are known (taken with the collection's lock), so the blocks are cut here
     and the statements, reading nothing back, share a pipeline batch with the chunks' insert.
@@ -312,6 +314,10 @@ def add_postings(
             keys = sorted(postings)
             conn.execute(kind.sql(tables, _ADD_BLOCKS), {**shape, **_blocks(kind, postings, keys)})
             conn.execute(kind.sql(tables, _MERGE), {**shape, "keys": arrays.texts(keys)})
+    return (
+        {term: len(found) for term, found in term_postings.items()},
+        {word: len(found) for word, found in word_postings.items()},
+    )
 
 
 def remove_postings(

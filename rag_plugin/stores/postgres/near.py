@@ -18,7 +18,7 @@ collection's writers take turns) then wait for each other at most once, never in
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -99,8 +99,8 @@ def add_entries(
     conn: psycopg.Connection[Any],
     tables: Tables,
     collection_id: int,
-    terms: Counter[str],
-    words: Counter[str],
+    terms: Mapping[str, int],
+    words: Mapping[str, int],
 ) -> None:
     """Raise the df of ``terms``' and ``words``' entries in the collection's two
     vocabularies and index the keys of those the schema has not indexed; reads nothing

@@ -20,7 +20,6 @@ before leaves nothing behind).
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -265,7 +264,7 @@ def _insert_chunks(
     )
     # Postings before the vocabulary: the crash test holds the vocabulary to stop a write
     # half-way, after its postings.
-    add_postings(
+    term_df, word_df = add_postings(
         conn,
         tables,
         row.id,
@@ -274,12 +273,7 @@ def _insert_chunks(
             for chunk_id, (_, _, item) in zip(chunk_ids, items, strict=True)
         ],
     )
-    terms: Counter[str] = Counter()
-    words: Counter[str] = Counter()
-    for _, _, item in items:
-        terms.update(item.term_frequencies.keys())
-        words.update(item.words)
-    add_entries(conn, tables, row.id, terms, words)
+    add_entries(conn, tables, row.id, term_df, word_df)
     return sum(item.length for _, _, item in items)
 
 
