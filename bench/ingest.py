@@ -162,9 +162,9 @@ def bare_model_seconds(batches: list[list[str]]) -> float:
 def store_write(
     documents: list[dict[str, str]], chunker: TextChunker, batch: int = 0
 ) -> dict[str, Any]:
-    """ms and round trips of the store's writes alone: per document (``upsert_document``),
-    or with ``batch`` per write of that many (``upsert_documents``); new, replaced, and (with
-    ``batch``) into a second collection."""
+    """ms and round trips of the store's writes alone: per document (``upsert_documents`` of
+    one, which is what ``upsert_document`` does), or with ``batch`` per write of that many;
+    new, replaced, and (with ``batch``) into a second collection."""
     embedder = FakeEmbedder(384)
     inputs = []
     for raw in documents:
