@@ -49,6 +49,8 @@ def test_lists_page_and_bad_input_gets_a_clear_message(
     titles = page.locator("#documents tbody th").all_inner_texts()
     assert titles == ["Notes 02", "Notes 01", "Notes 00"]
     page.get_by_role("link", name="← Newer").click()
+    # click() returns once the navigation commits, before the new page's table is there.
+    page.wait_for_selector("#documents .pager span:text-is('Page 1')")
     assert page.locator("#documents tbody tr").count() == 20
     status, text = fetch(page, f"/collections/{source}/documents?q=NOTES 1")
     assert status == 200
