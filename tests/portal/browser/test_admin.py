@@ -162,6 +162,7 @@ def test_admin_cancels_a_queued_ingestion_job(page: Any, portal_server: PortalSe
     page.click("#content-main a:text-is('Ingestion jobs')")
     page.fill("#searchbar", source)
     page.press("#searchbar", "Enter")
+    page.wait_for_url(f"**q={source}*")  # the filtered list, not the one the row is on already
     row = page.locator("#result_list tbody tr", has_text=job_id[:8])
     assert row.locator("td.field-state").inner_text() == "Queued"
     assert row.locator("td.field-user").inner_text() == "alice"
