@@ -15,13 +15,12 @@ library leaves to its user:
 The embedding model is loaded once per process and run at its largest input shape before the
 first job, so no job pays for either.
 Then what the process has built so far (Django, the model, their imports: about 220,000
-objects) is moved out of the garbage collector's sight (:func:`settle_heap`).
+objects) is moved out of the garbage collector's sight (:func:`portal.heap.settle_heap`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 from typing import Any
@@ -34,6 +33,7 @@ from procrastinate.contrib.django import app
 from procrastinate.contrib.django.utils import connector_params
 from procrastinate.worker import Worker
 
+from portal.heap import settle_heap
 from portal.rag.job_runner import TASK_NAME
 
 logger = logging.getLogger("portal.rag.worker")
@@ -51,18 +51,6 @@ def warm_up() -> None:
     from portal.rag.runtime import warm_embedder
 
     warm_embedder()
-
-
-def settle_heap() -> None:
-    """Collect what start-up left unreachable, then freeze the rest (``gc.freeze``): it lives
-    as long as the process, so a full collection need not walk it.
-
-    Without this, a full collection walked about 220,000 objects and stopped the worker for
-    about 100 ms, once every 30 or so jobs of 10 documents (measured with a ``gc`` callback);
-    after it, none happened in those 30 jobs. Objects made later are collected as before.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 async def sweep_stalled(interval: float) -> None:

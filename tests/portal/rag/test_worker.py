@@ -1,20 +1,16 @@
 """The worker process keeps itself registered: a worker whose heartbeat row disappeared
 (pruned by another worker that took it for dead) stops and starts again instead of running
 jobs that the others would run a second time. A job waiting behind its collection's lock
-starts as soon as the lock frees, not at the next poll. Once the model is loaded, the
-worker's start-up heap is frozen out of the garbage collector's walks."""
+starts as soon as the lock frees, not at the next poll."""
 
 from __future__ import annotations
 
-import gc
 import time
-import weakref
 from datetime import datetime
 
 import psycopg
 
 from portal import launch
-from portal.rag.worker import settle_heap
 from tests.conftest import LOGS, PortalServer
 
 ACME = "acme.localhost"
@@ -98,29 +94,3 @@ def test_a_job_waiting_behind_its_collections_lock_starts_when_the_lock_frees(
         first["finished_at"]
     )
     assert waited.total_seconds() < 5
-
-
-class _Node:
-    """A cycle's member, weakly referenceable."""
-
-    def __init__(self) -> None:
-        self.other: _Node | None = None
-
-
-def _cycle() -> weakref.ref[_Node]:
-    first, second = _Node(), _Node()
-    first.other, second.other = second, first
-    return weakref.ref(first)
-
-
-def test_settle_heap_collects_start_up_garbage_and_freezes_the_rest() -> None:
-    left_over = _cycle()  # start-up garbage: unreachable, but only a collection frees a cycle
-    try:
-        settle_heap()
-        assert left_over() is None, "frozen, it would never be collected"
-        assert gc.get_freeze_count() > 0
-        later = _cycle()
-        gc.collect()
-        assert later() is None, "objects made after the freeze are collected as before"
-    finally:
-        gc.unfreeze()
