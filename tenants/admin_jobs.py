@@ -86,7 +86,7 @@ class IngestJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[IngestJob]:
         # The input (megabytes for a text job) is read only by the page that shows it.
-        return super().get_queryset(request).defer("payload")
+        return super().get_queryset(request).defer("payload", "contents")
 
     @admin.display(description="job")
     def short_id(self, job: IngestJob) -> str:
@@ -110,6 +110,7 @@ class IngestJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         documents = job.payload.get("documents")
         if not documents:
             return "— (emptied once the job succeeded)"
+        contents = job.contents or [""] * len(documents)
         return _pretty(
             {
                 "chunking_strategy": job.payload.get("chunking_strategy"),
@@ -117,11 +118,11 @@ class IngestJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     {
                         "title": document.get("title", ""),
                         "source": document.get("source", ""),
-                        "bytes": len(document.get("content", "").encode("utf-8")),
+                        "bytes": len(content.encode("utf-8")),
                         "tags": document.get("tags", []),
                         "metadata": document.get("metadata", {}),
                     }
-                    for document in documents
+                    for document, content in zip(documents, contents, strict=False)
                 ],
             }
         )

@@ -174,7 +174,10 @@ class JobRun:
                 extracted = self._extracted()
                 documents = [self._file_document(extracted)]
             else:
-                documents = [services.NewDocument(**document) for document in payload["documents"]]
+                documents = [
+                    services.NewDocument(**document, content=content)
+                    for document, content in zip(payload["documents"], job.contents, strict=True)
+                ]
             self.progress(IngestJob.Stage.EMBEDDING, 0, 0)
             ingested = services.documents_ingest(
                 user=job.user,
@@ -213,6 +216,7 @@ class JobRun:
             IngestJob.State.SUCCEEDED,
             results=results,
             payload={},
+            contents=[],
             progress_done=F("progress_total"),
         )
         _log(

@@ -76,9 +76,10 @@ def job_submit(
         owner=scope.owner,
         kind=kind,
         payload={
-            "documents": [{**asdict(d), "tags": list(d.tags)} for d in documents],
+            "documents": [_described(d) for d in documents],
             "chunking_strategy": chunking_strategy,
         },
+        contents=[d.content for d in documents],
         documents=len(documents),
         input_bytes=content_bytes(documents),
     )
@@ -223,30 +224,40 @@ def check_chunkable(documents: Sequence[NewDocument], chunking_strategy: str | N
             raise content_too_small(position, len(documents))
 
 
-def _store_payload(job: IngestJob, payload: dict[str, Any]) -> None:
-    """Write the job's input (in the caller's transaction) with its value bound by the
-    server: Django's psycopg backend binds parameters on the client, quoting a 1 MB text
-    character by character (a 1 MB JSON value: 22 against 10–15 ms to insert, measured)."""
-    if not payload:
+def _described(document: NewDocument) -> dict[str, Any]:
+    """A document of a text job's payload: all but its text, which goes to ``contents``."""
+    described = {**asdict(document), "tags": list(document.tags)}
+    del described["content"]
+    return described
+
+
+def _store_payload(job: IngestJob, payload: dict[str, Any], contents: list[str]) -> None:
+    """Write the job's input (in the caller's transaction) with its values bound by the
+    server, the texts in binary: Django's psycopg backend binds parameters on the client,
+    quoting a 1 MB text character by character (a 1 MB JSON value: 22 against 10–15 ms to
+    insert, measured)."""
+    if not payload and not contents:
         return
     connection.ensure_connection()
     schema = connection.schema_name  # type: ignore[attr-defined]
     table = sql.Identifier(schema, IngestJob._meta.db_table)
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(
-            sql.SQL("UPDATE {} SET payload = %s WHERE id = %s").format(table),
-            [Jsonb(payload), job.id],
+            sql.SQL("UPDATE {} SET payload = %s, contents = %b WHERE id = %s").format(table),
+            [Jsonb(payload), contents, job.id],
         )
     job.payload = payload
+    job.contents = contents
 
 
 def _queued(
     *, user: AbstractBaseUser, collection: str, shared: bool, owner: str | None, **fields: Any
 ) -> IngestJob:
-    """A new job of ``user``'s on the collection (its ``kind``, ``payload``, sizes and file in
-    ``fields``), queued in the caller's transaction, within the queue quotas."""
+    """A new job of ``user``'s on the collection (its ``kind``, ``payload``, ``contents``, sizes
+    and file in ``fields``), queued in the caller's transaction, within the queue quotas."""
     check_queued_jobs(user, 1)
     payload = fields.pop("payload", {})
+    contents = fields.pop("contents", [])
     job = IngestJob.objects.create(
         id=uuid.uuid4(),
         user_id=user.pk,
@@ -255,7 +266,7 @@ def _queued(
         max_attempts=int(settings.RAG_JOBS["MAX_ATTEMPTS"]),
         **fields,
     )
-    _store_payload(job, payload)
+    _store_payload(job, payload, contents)
     _enqueue(job, owner=owner)
     stored = job.file
     audit.record(

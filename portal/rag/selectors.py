@@ -214,7 +214,9 @@ def visible_jobs(user: AbstractBaseUser) -> QuerySet[IngestJob]:
     key, only the user's own on the collections the key reaches."""
     # The file's name and type, not its bytes; nor the job's input, megabytes for a text job
     # (20 queued 1 MB jobs made a page of the list take 137 ms). Read only when asked for.
-    jobs = IngestJob.objects.select_related("user", "file").defer("file__data", "payload")
+    jobs = IngestJob.objects.select_related("user", "file").defer(
+        "file__data", "payload", "contents"
+    )
     grant = grant_of(user)
     if grant is not None:
         reached = Q(pk__in=[])

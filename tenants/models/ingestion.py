@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 
@@ -44,8 +45,17 @@ class IngestJob(models.Model):
     kind = models.CharField(max_length=16, choices=Kind)
     payload = models.JSONField(
         default=dict,
-        help_text="The documents and options to ingest; emptied once the job has succeeded.",
+        help_text="The documents (but their text) and options to ingest; emptied once the job "
+        "has succeeded.",
     )
+    contents = ArrayField(
+        models.TextField(),
+        default=list,
+        blank=True,
+        help_text="The text of each of the payload's documents, in order; emptied with it.",
+    )
+    """Kept out of the JSON, uncompressed (migration 0015): writing 1 MB of text as ``jsonb``
+    took 12.5 ms against 7.3 ms as ``text`` (measured alone), on top of encoding it as JSON."""
     documents = models.PositiveIntegerField(help_text="Documents in the input.")
     input_bytes = models.PositiveBigIntegerField(help_text="UTF-8 bytes of their content.")
     state = models.CharField(max_length=16, choices=State, default=State.QUEUED)

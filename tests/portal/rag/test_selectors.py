@@ -1,5 +1,5 @@
-"""Job reads leave the job's input out: a text job's payload is its documents' whole text,
-megabytes, which a list, a status poll or the admin's list never shows."""
+"""Job reads leave the job's input out: a text job's payload and contents hold its documents'
+whole text, megabytes, which a list, a status poll or the admin's list never shows."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ def test_listing_and_getting_jobs_read_no_payload(alice: User, source: str) -> N
 
     reads = [q["sql"] for q in queries.captured_queries if 'FROM "tenants_ingestjob"' in q["sql"]]
     assert reads
-    assert not [sql for sql in reads if '"payload"' in sql], reads
+    assert not [sql for sql in reads if '"payload"' in sql or '"contents"' in sql], reads
     assert (total, [j.id for j in listed], found.id) == (1, [job.id], job.id)
     # Asked for, it is still there (one more read).
-    assert found.payload["documents"][0]["content"] == TEXT
+    assert found.contents == [TEXT]
+    assert found.payload["documents"][0]["source"] == "refunds.md"
