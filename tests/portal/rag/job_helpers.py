@@ -1,5 +1,5 @@
-"""What the job tests read back: job rows straight from the database, and the runner's
-structured lines from the workers' logs."""
+"""What the job tests submit in-process (one small text job) and read back: job rows straight
+from the database, and the runner's structured lines from the workers' logs."""
 
 from __future__ import annotations
 
@@ -9,9 +9,25 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from django.contrib.auth.models import AbstractBaseUser
 from psycopg.rows import dict_row
 
+from portal.rag.jobs import job_submit
+from portal.rag.services import NewDocument
+from tenants.models import IngestJob
+
 ENDED = ("succeeded", "failed", "cancelled")
+TEXT = "Refunds are paid within thirty days of the request, by the same means of payment."
+
+
+def text_job(user: AbstractBaseUser, source: str) -> IngestJob:
+    """A queued job of one short document (:data:`TEXT`) into ``user``'s collection ``source``."""
+    return job_submit(
+        user=user,
+        collection=source,
+        documents=[NewDocument(content=TEXT, source="refunds.md", title="Refunds")],
+        kind=IngestJob.Kind.DOCUMENT,
+    )
 
 
 def job_rows(dsn: str, ids: list[str]) -> dict[str, dict[str, Any]]:

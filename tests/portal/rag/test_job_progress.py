@@ -9,16 +9,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from portal.rag import job_runner
-from portal.rag.jobs import job_submit
-from portal.rag.services import NewDocument
 from tenants.models import IngestJob
+from tests.portal.rag.job_helpers import text_job
 
 pytestmark = [
     pytest.mark.django_db(transaction=False),
     pytest.mark.usefixtures("rag_pool_closed_after", "fake_embedder"),
 ]
-
-TEXT = "Refunds are paid within thirty days of the request, by the same means of payment."
 
 
 @pytest.fixture
@@ -26,19 +23,10 @@ def alice(acme: None) -> User:
     return User.objects.create(username="jp_alice")
 
 
-def submitted(user: User, source: str) -> IngestJob:
-    return job_submit(
-        user=user,
-        collection=source,
-        documents=[NewDocument(content=TEXT, source="refunds.md", title="Refunds")],
-        kind=IngestJob.Kind.DOCUMENT,
-    )
-
-
 def test_a_text_job_is_claimed_at_the_embedding_stage(
     alice: User, source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job = submitted(alice, source)
+    job = text_job(alice, source)
     claimed: list[tuple[str, str]] = []
     monkeypatch.setattr(
         job_runner.JobRun, "execute", lambda run: claimed.append((run.job.state, run.job.stage))
@@ -52,7 +40,7 @@ def test_a_text_job_is_claimed_at_the_embedding_stage(
 def test_a_fast_text_job_writes_its_row_at_the_claim_the_writing_stage_and_the_end(
     alice: User, source: str
 ) -> None:
-    job = submitted(alice, source)
+    job = text_job(alice, source)
 
     with CaptureQueriesContext(connection) as queries:
         job_runner.run_job(job.id, queue_job_id=job.queue_job_id)

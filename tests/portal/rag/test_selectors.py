@@ -9,30 +9,17 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from portal.rag import selectors
-from portal.rag.jobs import job_submit
-from portal.rag.services import NewDocument
-from tenants.models import IngestJob
+from tests.portal.rag.job_helpers import TEXT, text_job
 
 pytestmark = [
     pytest.mark.django_db(transaction=False),
     pytest.mark.usefixtures("rag_pool_closed_after", "fake_embedder"),
 ]
 
-TEXT = "Refunds are paid within thirty days of the request, by the same means of payment."
 
-
-@pytest.fixture
-def alice(acme: None) -> User:
-    return User.objects.create(username="sel_alice")
-
-
-def test_listing_and_getting_jobs_read_no_payload(alice: User, source: str) -> None:
-    job = job_submit(
-        user=alice,
-        collection=source,
-        documents=[NewDocument(content=TEXT, source="refunds.md", title="Refunds")],
-        kind=IngestJob.Kind.DOCUMENT,
-    )
+def test_listing_and_getting_jobs_read_no_payload(acme: None, source: str) -> None:
+    alice = User.objects.create(username="sel_alice")
+    job = text_job(alice, source)
 
     with CaptureQueriesContext(connection) as queries:
         listed, total = selectors.job_list(user=alice)
