@@ -1,11 +1,11 @@
 """A long-running process's start-up heap, kept out of the garbage collector's walks.
 
-Django, the libraries it imports and the embedding model make about 215,000 objects that
-live as long as the process. Python's full (generation 2) collection walks every one of them:
-measured in a gunicorn worker of the portal, 140–190 ms during which the request it hit
-waits, once every ~140 API requests (a ``gc`` callback; it was the 200 ms max of the
-submit-latency bench). :func:`settle_heap` moves them out of sight once start-up is done;
-objects made later are collected as before.
+Django and the libraries it imports (and, in the ingestion worker, the embedding model) make
+about 215,000 objects that live as long as the process. Python's full (generation 2)
+collection walks every one of them: measured in a gunicorn worker of the portal, 140–190 ms
+during which the request it hit waits, once every ~140 API requests (a ``gc`` callback; it
+was the 200 ms max of the submit-latency bench). :func:`settle_heap` moves them out of sight
+once start-up is done; objects made later are collected as before.
 """
 
 from __future__ import annotations
