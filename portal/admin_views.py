@@ -108,7 +108,7 @@ def _admin(request: HttpRequest) -> AbstractBaseUser:
 def _jobs(owner: Owner | None = None, collection: str | None = None) -> list[IngestJob]:
     """The newest jobs of the tenant, or of one owner's collection."""
     jobs = IngestJob.objects.select_related("user", "file").defer(
-        "file__data", "payload", "contents"
+        "file__data", *IngestJob.INPUT_FIELDS
     )
     if owner is not None:
         jobs = jobs.filter(collection=collection, shared=owner.shared)

@@ -86,7 +86,7 @@ class IngestJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[IngestJob]:
         # The input (megabytes for a text job) is read only by the page that shows it.
-        return super().get_queryset(request).defer("payload", "contents")
+        return super().get_queryset(request).defer(*IngestJob.INPUT_FIELDS)
 
     @admin.display(description="job")
     def short_id(self, job: IngestJob) -> str:
@@ -110,7 +110,6 @@ class IngestJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         documents = job.payload.get("documents")
         if not documents:
             return "— (emptied once the job succeeded)"
-        contents = job.contents or [""] * len(documents)
         return _pretty(
             {
                 "chunking_strategy": job.payload.get("chunking_strategy"),
@@ -122,7 +121,7 @@ class IngestJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                         "tags": document.get("tags", []),
                         "metadata": document.get("metadata", {}),
                     }
-                    for document, content in zip(documents, contents, strict=False)
+                    for document, content in zip(documents, job.contents, strict=True)
                 ],
             }
         )

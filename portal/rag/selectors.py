@@ -215,7 +215,7 @@ def visible_jobs(user: AbstractBaseUser) -> QuerySet[IngestJob]:
     # The file's name and type, not its bytes; nor the job's input, megabytes for a text job
     # (20 queued 1 MB jobs made a page of the list take 137 ms). Read only when asked for.
     jobs = IngestJob.objects.select_related("user", "file").defer(
-        "file__data", "payload", "contents"
+        "file__data", *IngestJob.INPUT_FIELDS
     )
     grant = grant_of(user)
     if grant is not None:

@@ -35,6 +35,9 @@ class IngestJob(models.Model):
         FILE = "file"
 
     ENDED = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+    INPUT_FIELDS = ("payload", "contents")
+    """What a job ingests: megabytes for a text job, read only by its run and the page that
+    shows it; lists and status reads defer them."""
 
     id = models.UUIDField(primary_key=True, editable=False)
     user = models.ForeignKey(
