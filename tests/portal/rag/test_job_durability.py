@@ -1,7 +1,7 @@
 """Ingestion jobs survive their workers being SIGKILLed mid-job (SPEC J2).
 
 Real processes on the embedded PostgreSQL: a gunicorn portal takes 20 jobs (two users, so two
-collections and two queue locks), then over three rounds (``RAG_DURABILITY_ROUNDS`` sets more)
+collections and two queue locks), then over five rounds (``RAG_DURABILITY_ROUNDS`` sets more)
 two ``manage.py rag_worker`` processes with the real embedding model start, work until a job is
 mid-run, and are SIGKILLed at a random moment. Fresh workers finish the queue. Every job must
 end succeeded, every document be whole and stored once, the lexical statistics match a
@@ -32,7 +32,7 @@ from tests.rag_plugin.stores.pg_helpers import statistics_mismatches
 ACME = "acme.localhost"
 SEED = int(os.environ.get("RAG_DURABILITY_SEED", "20261203"))
 JOBS_PER_USER = 10
-ROUNDS = int(os.environ.get("RAG_DURABILITY_ROUNDS", "3"))  # more for a soak run
+ROUNDS = int(os.environ.get("RAG_DURABILITY_ROUNDS", "5"))  # more for a soak run
 
 SENTENCES = [
     "A worker takes a job from the queue and embeds its chunks before it writes them.",
